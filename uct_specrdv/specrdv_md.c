@@ -1,0 +1,117 @@
+/**
+ * ucx-spec: specrdv memory domains.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "specrdv_md.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <string.h>
+
+
+static ucs_config_field_t uct_specrdv_md_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_specrdv_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {NULL}
+};
+
+static ucs_status_t
+uct_specrdv_query_md_resources(uct_component_t *component,
+                               uct_md_resource_desc_t **resources_p,
+                               unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources;
+
+    resources = ucs_calloc(1, sizeof(*resources), "specrdv_md_resources");
+    if (resources == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_strncpy_zero(resources[0].md_name, UCT_SPECRDV_SHM_MD_NAME,
+                     sizeof(resources[0].md_name));
+    *resources_p     = resources;
+    *num_resources_p = 1;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_specrdv_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
+{
+    /* No memory registration yet: the shm writer's zero-copy operations
+     * (CMA) are what first needs it */
+    memset(md_attr, 0, sizeof(*md_attr));
+    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+static void uct_specrdv_md_close(uct_md_h tl_md)
+{
+    ucs_free(ucs_derived_of(tl_md, uct_specrdv_md_t));
+}
+
+static ucs_status_t
+uct_specrdv_md_open(uct_component_t *component, const char *md_name,
+                    const uct_md_config_t *config, uct_md_h *md_p)
+{
+    static uct_md_ops_t md_ops = {
+        .close                  = uct_specrdv_md_close,
+        .query                  = uct_specrdv_md_query,
+        .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+        .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+        .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+        .mem_reg                = (uct_md_mem_reg_func_t)ucs_empty_function_return_unsupported,
+        .mem_dereg              = (uct_md_mem_dereg_func_t)ucs_empty_function_return_unsupported,
+        .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+        .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_unsupported,
+        .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
+        .detect_memory_type     = ucs_empty_function_return_unsupported
+    };
+    uct_specrdv_md_t *md;
+
+    if (strcmp(md_name, UCT_SPECRDV_SHM_MD_NAME)) {
+        ucs_error("specrdv: no memory domain named '%s'", md_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    md = ucs_calloc(1, sizeof(*md), "uct_specrdv_md_t");
+    if (md == NULL) {
+        ucs_error("specrdv: failed to allocate memory domain");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    md->super.ops       = &md_ops;
+    md->super.component = &uct_specrdv_component;
+    md->type            = UCT_SPECRDV_MD_TYPE_SHM;
+    *md_p               = &md->super;
+    return UCS_OK;
+}
+
+uct_component_t uct_specrdv_component = {
+    .query_md_resources = uct_specrdv_query_md_resources,
+    .md_open            = uct_specrdv_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_md_stub_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
+    .rkey_release       = (uct_component_rkey_release_func_t)ucs_empty_function_return_success,
+    .name               = UCT_SPECRDV_COMPONENT_NAME,
+    .md_config          = {
+        .name           = "specrdv memory domain",
+        .prefix         = "SPECRDV_",
+        .table          = uct_specrdv_md_config_table,
+        .size           = sizeof(uct_specrdv_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_specrdv_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};
