@@ -1,0 +1,85 @@
+#
+# ucx-spec: build UCX 1.13.1 with our extension, run the demonstration and the
+# tests.  README gives the two commands a user needs: `make demo`, `make check`.
+#
+
+SHELL      := /bin/bash
+REPO       := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD_DIR  ?= $(REPO)/build
+ASAN_DIR   ?= $(REPO)/build-asan
+PREFIX      = $(BUILD_DIR)/prefix
+GTEST_FILTER ?= *specrdv*
+
+UNIT_SRCS  := $(wildcard $(REPO)/test/unit/test_*.c)
+UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
+
+# Tests see only the configuration they set themselves.
+CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
+
+.PHONY: all build deps demo check check-unit check-integration check-asan \
+        check-valgrind gtest clean
+
+all: build
+
+deps:
+	@$(REPO)/contrib/install-deps build test
+
+build: deps
+	@BUILD_DIR=$(BUILD_DIR) $(REPO)/contrib/ucx-bootstrap
+
+demo: build
+	@$(REPO)/contrib/demo $(PREFIX)
+
+# --------------------------------------------------------------------- tests
+check: build
+	@$(MAKE) --no-print-directory check-unit check-integration
+	@$(MAKE) --no-print-directory check-valgrind
+	@$(MAKE) --no-print-directory check-asan
+
+, := ,
+
+# Unit tests link the built libraries; $(1) is the build folder, $(2) extra
+# compiler flags.
+define unit_rule
+$(1)/test/unit/%: $(REPO)/test/unit/%.c $(1)/.install-key
+	@mkdir -p $$(@D)
+	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include -o $$@ $$< \
+	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib -luct -lucs -lcmocka
+endef
+$(eval $(call unit_rule,$(BUILD_DIR),))
+$(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))
+
+check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
+	@rc=0; for t in $^; do $(CLEAN_ENV) $$t || rc=1; done; exit $$rc
+
+check-integration:
+	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
+
+# Every unit and integration test again under valgrind's memcheck: leaks and
+# invalid accesses fail the run.
+check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
+	@rc=0; for t in $^; do \
+	    $(CLEAN_ENV) $(REPO)/test/valgrind-wrap $$t || rc=1; done; \
+	$(CLEAN_ENV) UCX_SPEC_TEST_WRAP=$(REPO)/test/valgrind-wrap \
+	    $(REPO)/test/integration/run $(PREFIX) || rc=1; exit $$rc
+
+# A second UCX tree built with ASan and UBSan, and the same tests on it.
+check-asan: deps
+	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
+	@$(MAKE) --no-print-directory $(addprefix $(ASAN_DIR)/test/unit/,$(UNIT_NAMES))
+	@rc=0; for t in $(addprefix $(ASAN_DIR)/test/unit/,$(UNIT_NAMES)); do \
+	    $(CLEAN_ENV) $(REPO)/test/asan-wrap $$t || rc=1; done; \
+	$(CLEAN_ENV) $(REPO)/test/asan-wrap \
+	    $(REPO)/test/integration/run $(ASAN_DIR)/prefix || rc=1; exit $$rc
+
+# UCX's own gtest, built from the same tree (not part of `make check`: it is
+# ~250 C++ files).  GTEST_FILTER selects the suites.
+gtest: build
+	@$(REPO)/contrib/ucx-gtest $(BUILD_DIR) '$(GTEST_FILTER)'
+
+# written by contrib/ucx-bootstrap whenever it installs
+$(BUILD_DIR)/.install-key $(ASAN_DIR)/.install-key:
+	@echo "no UCX build in $(@D): run 'make build' first" >&2; exit 1
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)
