@@ -8,7 +8,7 @@ REPO       := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD_DIR  ?= $(REPO)/build
 ASAN_DIR   ?= $(REPO)/build-asan
 PREFIX      = $(BUILD_DIR)/prefix
-GTEST_FILTER ?= *specrdv*
+GTEST_FILTER ?= *test_md*
 
 UNIT_SRCS  := $(wildcard $(REPO)/test/unit/test_*.c)
 UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind gtest clean
+        check-valgrind check-rdma gtest clean
 
 all: build
 
@@ -35,6 +35,7 @@ check: build
 	@$(MAKE) --no-print-directory check-unit check-integration
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-asan
+	@$(MAKE) --no-print-directory check-rdma
 
 , := ,
 
@@ -71,6 +72,20 @@ check-asan: deps
 	    $(CLEAN_ENV) $(REPO)/test/asan-wrap $$t || rc=1; done; \
 	$(CLEAN_ENV) $(REPO)/test/asan-wrap \
 	    $(REPO)/test/integration/run $(ASAN_DIR)/prefix || rc=1; exit $$rc
+
+# Verbs tests need a kernel RDMA stack: an emulated guest with Soft-RoCE
+# (test/rdma/guest) boots Debian's kernel and runs them against our build.
+PINGPONG = $(BUILD_DIR)/test/mpi/pingpong_verify
+$(PINGPONG): $(REPO)/test/mpi/pingpong_verify.c
+	@mkdir -p $(@D)
+	mpicc -O2 -Wall -Werror -o $@ $<
+
+check-rdma: build
+	@$(REPO)/contrib/install-deps rdma
+	@$(MAKE) --no-print-directory $(PINGPONG)
+	@rc=0; $(REPO)/test/rdma/selftest || rc=1; \
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 900 -- \
+	    $(REPO)/test/rdma/check $(PREFIX) $(PINGPONG) || rc=1; exit $$rc
 
 # UCX's own gtest, built from the same tree (not part of `make check`: it is
 # ~250 C++ files).  GTEST_FILTER selects the suites.
