@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind check-rdma gtest clean
+        check-valgrind check-rdma bench bench-rdma gtest clean
 
 all: build
 
@@ -86,6 +86,21 @@ check-rdma: build
 	@rc=0; $(REPO)/test/rdma/selftest || rc=1; \
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 900 -- \
 	    $(REPO)/test/rdma/check $(PREFIX) $(PINGPONG) || rc=1; exit $$rc
+
+# ------------------------------------------------------------- benchmarks
+# Figures go to perf/results/ as CSV, a markdown table and a PNG.  Those made
+# in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
+RESULTS = $(REPO)/perf/results
+
+bench: bench-rdma
+
+bench-rdma: build
+	@$(REPO)/contrib/install-deps rdma bench
+	@mkdir -p $(RESULTS)
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -w $(RESULTS) -t 1800 -- \
+	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv
+	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
+	@cat $(RESULTS)/rdma-guest.md
 
 # UCX's own gtest, built from the same tree (not part of `make check`: it is
 # ~250 C++ files).  GTEST_FILTER selects the suites.
