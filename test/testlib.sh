@@ -18,6 +18,28 @@ run_test() {
     fi
 }
 
+# Runs SERVER... in the background, then CLIENT...: both under PAIR_TIMEOUT
+# seconds, both must succeed.  Their output stays in $TEST_LOGS/server.out
+# and client.out, and is shown when either fails.
+# usage: pair SERVER... -- CLIENT...
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-120}
+PAIR_WAIT=${PAIR_WAIT:-1}           # seconds the server needs to listen
+pair() {
+    local server=() pid rc_s=0 rc_c=0
+    while [ "$1" != -- ]; do server+=("$1"); shift; done
+    shift
+    timeout "$PAIR_TIMEOUT" "${server[@]}" >"$TEST_LOGS/server.out" 2>&1 &
+    pid=$!
+    sleep "$PAIR_WAIT"
+    timeout "$PAIR_TIMEOUT" "$@" >"$TEST_LOGS/client.out" 2>&1 || rc_c=$?
+    wait "$pid" || rc_s=$?
+    if [ "$rc_s" != 0 ] || [ "$rc_c" != 0 ]; then
+        echo "server exit $rc_s, client exit $rc_c"
+        tail -n 25 "$TEST_LOGS/server.out" "$TEST_LOGS/client.out"
+        return 1
+    fi
+}
+
 # fails unless $1 contains the fixed string $2
 expect() {
     grep -qF -- "$2" <<<"$1" || { echo "expected '$2' in:"; echo "$1"; return 1; }
