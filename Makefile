@@ -50,8 +50,13 @@ endef
 $(eval $(call unit_rule,$(BUILD_DIR),))
 $(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))
 
+# Runs every unit test of build folder $(1) through wrapper $(2) (may be
+# empty), leaving rc=1 in the shell when any fails.
+run_units = rc=0; for t in $(addprefix $(1)/test/unit/,$(UNIT_NAMES)); do \
+	    $(CLEAN_ENV) $(2) $$t || rc=1; done
+
 check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
-	@rc=0; for t in $^; do $(CLEAN_ENV) $$t || rc=1; done; exit $$rc
+	@$(call run_units,$(BUILD_DIR),); exit $$rc
 
 check-integration:
 	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
@@ -59,8 +64,7 @@ check-integration:
 # Every unit and integration test again under valgrind's memcheck: leaks and
 # invalid accesses fail the run.
 check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
-	@rc=0; for t in $^; do \
-	    $(CLEAN_ENV) $(REPO)/test/valgrind-wrap $$t || rc=1; done; \
+	@$(call run_units,$(BUILD_DIR),$(REPO)/test/valgrind-wrap); \
 	$(CLEAN_ENV) UCX_SPEC_TEST_WRAP=$(REPO)/test/valgrind-wrap \
 	    $(REPO)/test/integration/run $(PREFIX) || rc=1; exit $$rc
 
@@ -68,8 +72,7 @@ check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 check-asan: deps
 	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
 	@$(MAKE) --no-print-directory $(addprefix $(ASAN_DIR)/test/unit/,$(UNIT_NAMES))
-	@rc=0; for t in $(addprefix $(ASAN_DIR)/test/unit/,$(UNIT_NAMES)); do \
-	    $(CLEAN_ENV) $(REPO)/test/asan-wrap $$t || rc=1; done; \
+	@$(call run_units,$(ASAN_DIR),$(REPO)/test/asan-wrap); \
 	$(CLEAN_ENV) $(REPO)/test/asan-wrap \
 	    $(REPO)/test/integration/run $(ASAN_DIR)/prefix || rc=1; exit $$rc
 
