@@ -13,6 +13,7 @@
 #include "shm/specrdv_shm_iface.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
 
 
 static ucs_config_field_t uct_specrdv_iface_config_table[] = {
@@ -32,9 +33,32 @@ static ucs_config_field_t uct_specrdv_iface_config_table[] = {
      ucs_offsetof(uct_specrdv_iface_config_t, slot_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"POLL_SET", "8",
+     "Most peers whose rings this interface polls: its RDMA polling set.\n"
+     "Each costs RING_SLOTS * SLOT_SIZE of memory and one cache line read per\n"
+     "progress call; peers beyond it use the fallback channel.",
+     ucs_offsetof(uct_specrdv_iface_config_t, poll_set), UCS_CONFIG_TYPE_UINT},
+
+    {"RING_AFTER", "8",
+     "Messages a peer sends through the fallback channel before it asks for a\n"
+     "ring in the receiver's polling set (0: at its first message).",
+     ucs_offsetof(uct_specrdv_iface_config_t, ring_after),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"CREDIT_UPDATE", "auto",
+     "Freed ring slots after which the receiver updates the sender's credits\n"
+     "explicitly instead of waiting for a message to piggyback them on.\n"
+     "auto: half the ring.",
+     ucs_offsetof(uct_specrdv_iface_config_t, credit_update),
+     UCS_CONFIG_TYPE_ULUNITS},
+
     {"BW", "12179MBs",
      "Bandwidth estimate the transport reports to UCP for protocol selection.",
      ucs_offsetof(uct_specrdv_iface_config_t, bandwidth), UCS_CONFIG_TYPE_BW},
+
+    {"SHM_", "", NULL,
+     ucs_offsetof(uct_specrdv_iface_config_t, shm),
+     UCS_CONFIG_TYPE_TABLE(uct_specrdv_shm_config_table)},
 
     {NULL}
 };
@@ -56,6 +80,21 @@ uct_specrdv_iface_check_config(const uct_specrdv_iface_config_t *config)
         ucs_error("specrdv: UCX_SPECRDV_SLOT_SIZE=%zu must be a multiple of %d "
                   "in [%d..%zu]", config->slot_size, UCS_SYS_CACHE_LINE_SIZE,
                   UCT_SPECRDV_SLOT_SIZE_MIN, (size_t)UCT_SPECRDV_SLOT_SIZE_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->poll_set == 0) || (config->poll_set > UINT16_MAX)) {
+        ucs_error("specrdv: UCX_SPECRDV_POLL_SET=%u is out of range [1..%u]",
+                  config->poll_set, UINT16_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->credit_update != UCS_ULUNITS_AUTO) &&
+        ((config->credit_update == 0) ||
+         (config->credit_update > config->ring_slots))) {
+        ucs_error("specrdv: UCX_SPECRDV_CREDIT_UPDATE=%lu is out of range "
+                  "[1..RING_SLOTS=%u]", config->credit_update,
+                  config->ring_slots);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -96,9 +135,14 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
                             params->stats_root : NULL)
                     UCS_STATS_ARG(params->mode.device.dev_name));
 
-    self->config.ring_slots = config->ring_slots;
-    self->config.slot_size  = config->slot_size;
-    self->config.bandwidth  = config->bandwidth;
+    self->config.ring_slots    = config->ring_slots;
+    self->config.slot_size     = config->slot_size;
+    self->config.poll_set      = config->poll_set;
+    self->config.ring_after    = config->ring_after;
+    self->config.credit_update = (config->credit_update == UCS_ULUNITS_AUTO) ?
+                                 ucs_max(config->ring_slots / 2, 1) :
+                                 config->credit_update;
+    self->config.bandwidth     = config->bandwidth;
     return UCS_OK;
 }
 

@@ -7,6 +7,9 @@
 #ifndef UCT_SPECRDV_IFACE_H_
 #define UCT_SPECRDV_IFACE_H_
 
+#include "specrdv_slot.h"
+#include "shm/specrdv_shm_config.h"
+
 #include <uct/base/uct_iface.h>
 #include <ucs/arch/cpu.h>
 #include <ucs/sys/math.h>
@@ -16,23 +19,31 @@
 #define UCT_SPECRDV_SLOT_SIZE_MIN   128
 #define UCT_SPECRDV_SLOT_SIZE_MAX   UCS_MBYTE
 #define UCT_SPECRDV_RING_SLOTS_MIN  2
-#define UCT_SPECRDV_RING_SLOTS_MAX  UINT16_MAX
+#define UCT_SPECRDV_RING_SLOTS_MAX  INT16_MAX
 
 
+/* The transport's configuration: the slot protocol's knobs, then each writer's */
 typedef struct uct_specrdv_iface_config {
-    uct_iface_config_t super;
-    unsigned           ring_slots;
-    size_t             slot_size;
-    double             bandwidth;
+    uct_iface_config_t       super;
+    unsigned                 ring_slots;
+    size_t                   slot_size;
+    unsigned                 poll_set;
+    unsigned                 ring_after;
+    unsigned long            credit_update;
+    double                   bandwidth;
+    uct_specrdv_shm_config_t shm;
 } uct_specrdv_iface_config_t;
 
 
 typedef struct uct_specrdv_iface {
-    uct_base_iface_t   super;
+    uct_base_iface_t         super;
     struct {
-        unsigned       ring_slots;  /* slots per ring, one ring per direction */
-        size_t         slot_size;   /* bytes per slot, head and tail included */
-        double         bandwidth;   /* estimate reported to UCP, bytes/sec */
+        unsigned             ring_slots;    /* slots per ring */
+        size_t               slot_size;     /* bytes per slot, all included */
+        unsigned             poll_set;      /* rings this interface polls */
+        unsigned             ring_after;    /* fallback sends before a ring */
+        unsigned             credit_update; /* freed slots that force an update */
+        double               bandwidth;     /* estimate reported to UCP */
     } config;
 } uct_specrdv_iface_t;
 

@@ -13,6 +13,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <limits.h>
 #include <string.h>
 
 
@@ -45,12 +46,39 @@ uct_specrdv_query_md_resources(uct_component_t *component,
 
 static ucs_status_t uct_specrdv_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 {
-    /* No memory registration yet: the shm writer's zero-copy operations
-     * (CMA) are what first needs it */
+    /* The shm writer's zero-copy operations (CMA) reach any host memory of
+     * the peer by address: registration is a formality and rkeys are empty */
     memset(md_attr, 0, sizeof(*md_attr));
+    md_attr->cap.flags            = UCT_MD_FLAG_REG;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    md_attr->cap.max_reg          = ULONG_MAX;
+    md_attr->rkey_packed_size     = 0;
+    md_attr->reg_cost             = ucs_linear_func_make(9e-9, 0);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+/* gtest and UCP treat UCT_MEM_HANDLE_NULL as "not registered" */
+#define UCT_SPECRDV_SHM_MEMH ((uct_mem_h)0x5bec7d5)
+
+static ucs_status_t uct_specrdv_md_mem_reg(uct_md_h tl_md, void *address,
+                                           size_t length, unsigned flags,
+                                           uct_mem_h *memh_p)
+{
+    *memh_p = UCT_SPECRDV_SHM_MEMH;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_specrdv_md_mem_dereg(uct_md_h tl_md,
+                         const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    if (params->memh != UCT_SPECRDV_SHM_MEMH) {
+        return UCS_ERR_INVALID_PARAM;
+    }
     return UCS_OK;
 }
 
@@ -69,10 +97,10 @@ uct_specrdv_md_open(uct_component_t *component, const char *md_name,
         .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
         .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
         .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
-        .mem_reg                = (uct_md_mem_reg_func_t)ucs_empty_function_return_unsupported,
-        .mem_dereg              = (uct_md_mem_dereg_func_t)ucs_empty_function_return_unsupported,
+        .mem_reg                = uct_specrdv_md_mem_reg,
+        .mem_dereg              = uct_specrdv_md_mem_dereg,
         .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-        .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_unsupported,
+        .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_success,
         .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
         .detect_memory_type     = ucs_empty_function_return_unsupported
     };
