@@ -39,13 +39,18 @@ check: build
 
 , := ,
 
-# Unit tests link the built libraries; $(1) is the build folder, $(2) extra
+# Unit tests link the built libraries and the specrdv module, whose internal
+# headers they find in the UCX tree; $(1) is the build folder, $(2) extra
 # compiler flags.
 define unit_rule
-$(1)/test/unit/%: $(REPO)/test/unit/%.c $(1)/.install-key
+$(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
+                  $(1)/.install-key
 	@mkdir -p $$(@D)
-	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include -o $$@ $$< \
-	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib -luct -lucs -lcmocka
+	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include \
+	    -I$(1)/ucx-1.13.1/src -o $$@ $$< \
+	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib \
+	    -L$(1)/prefix/lib/ucx -Wl,-rpath,$(1)/prefix/lib/ucx \
+	    -luct_specrdv -luct -lucs -lcmocka
 endef
 $(eval $(call unit_rule,$(BUILD_DIR),))
 $(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))

@@ -38,17 +38,6 @@ enum {
 };
 
 
-/* What a peer needs to find this interface, and to check it speaks alike */
-typedef struct uct_specrdv_shm_iface_addr {
-    uint64_t     nonce;
-    int32_t      shmid;
-    int32_t      pid;
-    ucs_sys_ns_t pid_ns;
-    uint32_t     slot_size;
-    uint32_t     payload_offset;
-} UCS_S_PACKED uct_specrdv_shm_iface_addr_t;
-
-
 /* A ring of our polling set: the receiving side of one peer's connection */
 typedef struct uct_specrdv_shm_rx_ring {
     uct_specrdv_ring_rx_t  rx;

@@ -22,6 +22,7 @@
 
 #include <uct/specrdv/specrdv_slot.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/sys/sys.h>
 #include <sys/types.h>
 
 
@@ -59,6 +60,17 @@ typedef struct uct_specrdv_shm_seg_params {
     uint32_t                fifo_size;
     uct_specrdv_ring_geom_t geom;
 } uct_specrdv_shm_seg_params_t;
+
+
+/* What a peer needs to find this interface, and to check it speaks alike */
+typedef struct uct_specrdv_shm_iface_addr {
+    uint64_t     nonce;
+    int32_t      shmid;
+    int32_t      pid;
+    ucs_sys_ns_t pid_ns;
+    uint32_t     slot_size;
+    uint32_t     payload_offset;
+} UCS_S_PACKED uct_specrdv_shm_iface_addr_t;
 
 
 /* A process's handle on a segment, its own or a peer's */

@@ -5,114 +5,8 @@
  * See file LICENSE for terms.
  */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "specrdv_fixture.h"
 
-#include <uct/api/uct.h>
-#include <ucs/async/async_fwd.h>
-
-#include <stdlib.h>
-#include <string.h>
-
-
-typedef struct {
-    uct_component_h       component;
-    uct_md_h              md;
-    ucs_async_context_t  *async;
-    uct_worker_h          worker;
-} fixture_t;
-
-
-static uct_component_h find_component(const char *name)
-{
-    uct_component_h *components;
-    uct_component_attr_t attr;
-    uct_component_h found = NULL;
-    unsigned i, count;
-
-    assert_int_equal(uct_query_components(&components, &count), UCS_OK);
-    for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        assert_int_equal(uct_component_query(components[i], &attr), UCS_OK);
-        if (!strcmp(attr.name, name)) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
-static ucs_status_t open_md(uct_component_h component, const char *name,
-                            uct_md_h *md_p)
-{
-    uct_md_config_t *config;
-    ucs_status_t status;
-
-    assert_int_equal(uct_md_config_read(component, NULL, NULL, &config), UCS_OK);
-    status = uct_md_open(component, name, config, md_p);
-    uct_config_release(config);
-    return status;
-}
-
-static int setup(void **state)
-{
-    fixture_t *f = calloc(1, sizeof(*f));
-
-    assert_non_null(f);
-    f->component = find_component("specrdv");
-    assert_non_null(f->component);
-    assert_int_equal(open_md(f->component, "specrdv_shm", &f->md), UCS_OK);
-    assert_int_equal(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                              &f->async), UCS_OK);
-    assert_int_equal(uct_worker_create(f->async, UCS_THREAD_MODE_SINGLE,
-                                       &f->worker), UCS_OK);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture_t *f = *state;
-
-    uct_worker_destroy(f->worker);
-    ucs_async_context_destroy(f->async);
-    uct_md_close(f->md);
-    free(f);
-    return 0;
-}
-
-/* Opens the shm interface with the given UCX_SPECRDV_* overrides (name,
- * value pairs, NULL-terminated); returns uct_iface_open's status. */
-static ucs_status_t open_iface(fixture_t *f, uct_iface_h *iface_p, ...)
-{
-    uct_iface_params_t params = {
-        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                UCT_IFACE_PARAM_FIELD_DEVICE,
-        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
-        .mode.device.tl_name  = "specrdv",
-        .mode.device.dev_name = "shm"
-    };
-    uct_iface_config_t *config;
-    const char *name, *value;
-    ucs_status_t status;
-    va_list ap;
-
-    assert_int_equal(uct_md_iface_config_read(f->md, "specrdv", NULL, NULL,
-                                              &config), UCS_OK);
-    va_start(ap, iface_p);
-    while ((name = va_arg(ap, const char*)) != NULL) {
-        value = va_arg(ap, const char*);
-        assert_int_equal(uct_config_modify(config, name, value), UCS_OK);
-    }
-    va_end(ap);
-
-    status = uct_iface_open(f->md, f->worker, &params, config, iface_p);
-    uct_config_release(config);
-    return status;
-}
 
 static void test_component_has_one_shm_md(void **state)
 {
@@ -165,8 +59,14 @@ static void test_iface_open_query_close(void **state)
     assert_int_equal(open_iface(f, &iface, NULL), UCS_OK);
     assert_int_equal(uct_iface_query(iface, &attr), UCS_OK);
 
-    /* A connection model, and no operation before the data path exists */
-    assert_int_equal(attr.cap.flags, UCT_IFACE_FLAG_CONNECT_TO_IFACE);
+    /* Connects to an interface; AMs always, RMA when CMA is allowed */
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE);
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT);
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY);
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_PENDING);
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+    assert_int_equal(attr.cap.am.max_bcopy, 8192 - 16 - 8 - 1);
+    assert_int_not_equal(attr.iface_addr_len, 0);
     assert_true(attr.bandwidth.dedicated == 12179.0 * 1024 * 1024);
     assert_true(attr.latency.c > 0);
     assert_int_not_equal(attr.device_addr_len, 0);
@@ -174,7 +74,7 @@ static void test_iface_open_query_close(void **state)
     assert_int_equal(uct_iface_get_device_address(iface, (void*)dev_addr),
                      UCS_OK);
 
-    /* Without endpoints no peer can be reached, not even this iface */
+    /* Without an interface address there is nothing to reach */
     assert_int_equal(uct_iface_is_reachable(iface, (void*)dev_addr, NULL), 0);
     assert_int_equal(uct_iface_flush(iface, 0, NULL), UCS_OK);
     assert_int_equal(uct_iface_progress(iface), 0);
@@ -189,7 +89,15 @@ static void test_iface_config_bounds(void **state)
 
     assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "1", NULL),
                      UCS_ERR_INVALID_PARAM);
-    assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "65536", NULL),
+    assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "32768", NULL),
+                     UCS_ERR_INVALID_PARAM);
+    assert_int_equal(open_iface(f, &iface, "POLL_SET", "0", NULL),
+                     UCS_ERR_INVALID_PARAM);
+    assert_int_equal(open_iface(f, &iface, "CREDIT_UPDATE", "17", NULL),
+                     UCS_ERR_INVALID_PARAM);
+    assert_int_equal(open_iface(f, &iface, "SHM_FIFO_SIZE", "48", NULL),
+                     UCS_ERR_INVALID_PARAM);
+    assert_int_equal(open_iface(f, &iface, "SHM_MAX_PEERS", "0", NULL),
                      UCS_ERR_INVALID_PARAM);
     assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "100", NULL),
                      UCS_ERR_INVALID_PARAM);
@@ -202,8 +110,13 @@ static void test_iface_config_bounds(void **state)
     assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "2",
                                 "SLOT_SIZE", "128", NULL), UCS_OK);
     uct_iface_close(iface);
-    assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "65535",
-                                "SLOT_SIZE", "1m", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "32767",
+                                "SLOT_SIZE", "128", "POLL_SET", "1", NULL),
+                     UCS_OK);
+    uct_iface_close(iface);
+    assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "1m",
+                                "CREDIT_UPDATE", "16", "SHM_FIFO_SIZE", "2",
+                                NULL), UCS_OK);
     uct_iface_close(iface);
 }
 

@@ -1,0 +1,428 @@
+/**
+ * ucx-spec: the shared-memory writer through UCT's public API: messages over
+ * the FIFO and the ring in order and intact, slots kept and freed out of
+ * order, full channels and pending requests, a corrupt slot failing only its
+ * sender, and put/get by CMA.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include "specrdv_fixture.h"
+
+#include <uct/specrdv/shm/specrdv_shm_seg.h>
+
+
+#define AM_ID     5
+#define MAX_MSGS  512
+#define MAX_KEPT  64
+
+
+typedef struct {
+    uint32_t seq;
+    uint32_t length;
+} msg_hdr_t;
+
+typedef struct {
+    uint32_t  expected;      /* next sequence number */
+    uint32_t  bad;           /* messages out of order or corrupt */
+    int       keep_every;    /* keep every n-th descriptor, 0: none */
+    void      *kept[MAX_KEPT];
+    unsigned  num_kept;
+} receiver_t;
+
+typedef struct {
+    uct_ep_h     ep;
+    ucs_status_t status;
+    unsigned     count;
+} err_record_t;
+
+
+static uint8_t pattern(uint32_t seq, size_t i)
+{
+    return (uint8_t)(seq * 31 + i);
+}
+
+static ucs_status_t am_handler(void *arg, void *data, size_t length,
+                               unsigned flags)
+{
+    receiver_t *r      = arg;
+    const msg_hdr_t *h = data;
+    const uint8_t *p   = (const uint8_t*)(h + 1);
+    size_t i;
+
+    if ((length < sizeof(*h)) || (h->seq != r->expected) ||
+        (h->length != length - sizeof(*h))) {
+        ++r->bad;
+        return UCS_OK;
+    }
+
+    for (i = 0; i < h->length; ++i) {
+        if (p[i] != pattern(h->seq, i)) {
+            ++r->bad;
+            return UCS_OK;
+        }
+    }
+
+    ++r->expected;
+    if ((flags & UCT_CB_PARAM_FLAG_DESC) && (r->keep_every != 0) &&
+        (h->seq % r->keep_every == 0) && (r->num_kept < MAX_KEPT)) {
+        r->kept[r->num_kept++] = data;
+        return UCS_INPROGRESS;
+    }
+    return UCS_OK;
+}
+
+/* Release kept descriptors newest first: the ring's tail must wait for the
+ * oldest */
+static void release_kept(receiver_t *r, size_t headroom)
+{
+    while (r->num_kept > 0) {
+        uct_iface_release_desc(
+                UCS_PTR_BYTE_OFFSET(r->kept[--r->num_kept], -(ptrdiff_t)headroom));
+    }
+}
+
+static ucs_status_t err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    err_record_t *rec = arg;
+
+    rec->ep     = ep;
+    rec->status = status;
+    ++rec->count;
+    return UCS_OK;
+}
+
+/* Progress until the receiver has seen `count` messages; a ring announced
+ * in the FIFO is polled from the next call on */
+static void progress_until(fixture_t *f, receiver_t *r, uint32_t count)
+{
+    int i;
+
+    for (i = 0; (i < 1000) && (r->expected < count); ++i) {
+        uct_worker_progress(f->worker);
+    }
+    assert_int_equal(r->expected, count);
+}
+
+static void connect_ep(fixture_t *f, uct_iface_h from, uct_iface_h to,
+                       uct_ep_h *ep_p)
+{
+    uint8_t dev_addr[64], iface_addr[64];
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                      UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = from,
+        .dev_addr   = (void*)dev_addr,
+        .iface_addr = (void*)iface_addr
+    };
+
+    assert_int_equal(uct_iface_get_device_address(to, (void*)dev_addr), UCS_OK);
+    assert_int_equal(uct_iface_get_address(to, (void*)iface_addr), UCS_OK);
+    assert_int_equal(uct_iface_is_reachable(from, (void*)dev_addr,
+                                            (void*)iface_addr), 1);
+    assert_int_equal(uct_ep_create(&params, ep_p), UCS_OK);
+}
+
+static void fill(uint8_t *buf, uint32_t seq, uint32_t length)
+{
+    msg_hdr_t *h = (msg_hdr_t*)buf;
+    uint32_t i;
+
+    h->seq    = seq;
+    h->length = length;
+    for (i = 0; i < length; ++i) {
+        buf[sizeof(*h) + i] = pattern(seq, i);
+    }
+}
+
+typedef struct {
+    const uint8_t *buf;
+    size_t        length;
+} pack_arg_t;
+
+static size_t pack(void *dest, void *arg)
+{
+    pack_arg_t *pa = arg;
+
+    memcpy(dest, pa->buf, pa->length);
+    return pa->length;
+}
+
+/* Send message seq by short, bcopy or zcopy in turn; NO_RESOURCE is returned */
+static ucs_status_t send_msg(uct_ep_h ep, uint32_t seq, uint32_t length)
+{
+    static uint8_t buf[8192];
+    pack_arg_t pa = {buf, sizeof(msg_hdr_t) + length};
+    uct_iov_t iov = {buf + 8, pa.length - 8, UCT_MEM_HANDLE_NULL, 0, 1};
+    ssize_t packed;
+
+    fill(buf, seq, length);
+    switch (seq % 3) {
+    case 0:
+        return uct_ep_am_short(ep, AM_ID, *(uint64_t*)buf, buf + 8,
+                               pa.length - 8);
+    case 1:
+        packed = uct_ep_am_bcopy(ep, AM_ID, pack, &pa, 0);
+        return (packed < 0) ? (ucs_status_t)packed : UCS_OK;
+    default:
+        return uct_ep_am_zcopy(ep, AM_ID, buf, 8, &iov, 1, 0, NULL);
+    }
+}
+
+static unsigned length_of(uint32_t seq)
+{
+    return (seq * 97) % 2000;
+}
+
+/* Messages go out in bursts larger than the ring, so they cross between the
+ * ring and the FIFO; every one must arrive once, in order and intact */
+static void test_order_across_channels(void **state)
+{
+    fixture_t *f  = *state;
+    receiver_t r  = {.keep_every = 4};
+    uct_iface_h sender, receiver;
+    uint32_t seq  = 0;
+    ucs_status_t status;
+    uct_ep_h ep;
+    int burst;
+
+    f->rx_headroom = 40;
+    assert_int_equal(open_iface(f, &sender, "RING_SLOTS", "4", "RING_AFTER",
+                                "2", "SHM_FIFO_SIZE", "4", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &receiver, "RING_SLOTS", "4", "RING_AFTER",
+                                "2", "SHM_FIFO_SIZE", "4", NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(receiver, AM_ID, am_handler, &r,
+                                              0), UCS_OK);
+    uct_iface_progress_enable(receiver, UCT_PROGRESS_RECV);
+    connect_ep(f, sender, receiver, &ep);
+
+    while (seq < MAX_MSGS) {
+        for (burst = 0; (burst < 7) && (seq < MAX_MSGS); ++burst) {
+            status = send_msg(ep, seq, length_of(seq));
+            if (status == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            assert_int_equal(status, UCS_OK);
+            ++seq;
+        }
+        uct_worker_progress(f->worker);
+        if ((seq % 5) == 0) {
+            release_kept(&r, f->rx_headroom);
+        }
+    }
+
+    while (r.expected < MAX_MSGS) {
+        release_kept(&r, f->rx_headroom);
+        assert_int_not_equal(uct_worker_progress(f->worker), 0);
+    }
+    release_kept(&r, f->rx_headroom);
+
+    assert_int_equal(r.bad, 0);
+    assert_int_equal(r.expected, MAX_MSGS);
+    assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_OK);
+    uct_ep_destroy(ep);
+    uct_iface_close(sender);
+    uct_iface_close(receiver);
+}
+
+static int pending_runs;
+
+static ucs_status_t pending_cb(uct_pending_req_t *req)
+{
+    ++pending_runs;
+    return UCS_OK;
+}
+
+/* With the ring and the FIFO full a send fails with NO_RESOURCE; a pending
+ * request then waits, and runs once the receiver has made room */
+static void test_full_channels_and_pending(void **state)
+{
+    fixture_t *f          = *state;
+    receiver_t r          = {0};
+    uct_pending_req_t req = {.func = pending_cb};
+    uct_iface_h sender, receiver;
+    unsigned sent = 0;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    assert_int_equal(open_iface(f, &sender, "RING_SLOTS", "2", "RING_AFTER",
+                                "0", "SHM_FIFO_SIZE", "2", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &receiver, "RING_SLOTS", "2", "RING_AFTER",
+                                "0", "SHM_FIFO_SIZE", "2", NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(receiver, AM_ID, am_handler, &r,
+                                              0), UCS_OK);
+    uct_iface_progress_enable(receiver, UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(sender, UCT_PROGRESS_SEND);
+    connect_ep(f, sender, receiver, &ep);
+
+    assert_int_equal(uct_ep_pending_add(ep, &req, 0), UCS_ERR_BUSY);
+    while ((status = send_msg(ep, sent, 16)) == UCS_OK) {
+        ++sent;
+        assert_true(sent < 16);
+    }
+    assert_int_equal(status, UCS_ERR_NO_RESOURCE);
+    /* CONNECT and RING take FIFO elements, the rest fill ring and FIFO */
+    assert_true(sent >= 2);
+
+    assert_int_equal(uct_ep_pending_add(ep, &req, 0), UCS_OK);
+    assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_ERR_NO_RESOURCE);
+    while (pending_runs == 0) {
+        uct_worker_progress(f->worker);
+    }
+    assert_int_equal(pending_runs, 1);
+    progress_until(f, &r, sent);
+    assert_int_equal(r.bad, 0);
+    assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_OK);
+
+    uct_ep_destroy(ep);
+    uct_iface_close(sender);
+    uct_iface_close(receiver);
+}
+
+/* Senders a and b both reach the receiver through rings.  A corrupt header
+ * in a's ring fails the receiver's endpoint to a, and b goes on working. */
+static void test_corrupt_slot_fails_only_its_sender(void **state)
+{
+    fixture_t *f     = *state;
+    receiver_t ra    = {0};
+    err_record_t rec = {0};
+    uct_iface_h a, b, rcv;
+    uct_ep_h ep_a, ep_b, back_a, back_b;
+    uct_specrdv_shm_iface_addr_t addr;
+    uct_specrdv_shm_seg_t seg;
+    uct_specrdv_hdr_t *hdr;
+    uint32_t seq;
+
+    assert_int_equal(open_iface(f, &a, "RING_AFTER", "0", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, "RING_AFTER", "0", NULL), UCS_OK);
+    f->err_handler = err_handler;
+    f->err_arg     = &rec;
+    assert_int_equal(open_iface(f, &rcv, "RING_AFTER", "0", NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(rcv, AM_ID, am_handler, &ra, 0),
+                     UCS_OK);
+    uct_iface_progress_enable(rcv, UCT_PROGRESS_RECV);
+    connect_ep(f, a, rcv, &ep_a);
+    connect_ep(f, b, rcv, &ep_b);
+    connect_ep(f, rcv, a, &back_a);
+    connect_ep(f, rcv, b, &back_b);
+
+    /* a connects first and gets ring 0 */
+    assert_int_equal(send_msg(ep_a, 0, 8), UCS_OK);
+    progress_until(f, &ra, 1);
+
+    assert_int_equal(uct_iface_get_address(rcv, (void*)&addr), UCS_OK);
+    assert_int_equal(uct_specrdv_shm_seg_attach(addr.shmid, addr.nonce, &seg),
+                     UCS_OK);
+    assert_int_equal(seg.ring_ctl[0].owner, 1);
+    hdr         = (uct_specrdv_hdr_t*)(uct_specrdv_shm_seg_ring(&seg, 0) +
+                                       seg.ctl->geom.slot_size);
+    hdr->length = 1u << 30;
+    hdr->flag   = UCT_SPECRDV_FLAG_PRIMARY;
+    uct_specrdv_shm_seg_detach(&seg);
+
+    uct_worker_progress(f->worker);
+    assert_int_equal(rec.count, 1);
+    assert_ptr_equal(rec.ep, back_a);
+    assert_int_equal(rec.status, UCS_ERR_IO_ERROR);
+    assert_int_equal(uct_ep_am_short(back_a, AM_ID, 0, NULL, 0),
+                     UCS_ERR_CONNECTION_RESET);
+
+    /* b's messages still arrive, in order */
+    ra.expected = 0;
+    for (seq = 0; seq < 40; ++seq) {
+        while (send_msg(ep_b, seq, length_of(seq)) == UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(f->worker);
+        }
+    }
+    progress_until(f, &ra, 40);
+    assert_int_equal(ra.bad, 0);
+    assert_int_equal(rec.count, 1);
+
+    uct_ep_destroy(back_a);
+    uct_ep_destroy(back_b);
+    uct_ep_destroy(ep_a);
+    uct_ep_destroy(ep_b);
+    uct_iface_close(rcv);
+    uct_iface_close(b);
+    uct_iface_close(a);
+    f->err_handler = NULL;
+}
+
+/* put and get reach the peer's memory by address (here this process's) */
+static void test_cma_put_get(void **state)
+{
+    fixture_t *f = *state;
+    static uint8_t src[300000], dst[300000];
+    uct_iov_t iov[2];
+    uct_iface_attr_t attr;
+    uct_iface_h a, b;
+    uct_ep_h ep;
+    size_t i;
+
+    assert_int_equal(open_iface(f, &a, NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, NULL), UCS_OK);
+    assert_int_equal(uct_iface_query(a, &attr), UCS_OK);
+    assert_true(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
+    connect_ep(f, a, b, &ep);
+
+    for (i = 0; i < sizeof(src); ++i) {
+        src[i] = pattern(7, i);
+    }
+
+    /* two pieces, the second not page aligned */
+    iov[0] = (uct_iov_t){src, 4097, UCT_MEM_HANDLE_NULL, 0, 1};
+    iov[1] = (uct_iov_t){src + 4097, sizeof(src) - 4097, UCT_MEM_HANDLE_NULL,
+                         0, 1};
+    assert_int_equal(uct_ep_put_zcopy(ep, iov, 2, (uintptr_t)dst, 0, NULL),
+                     UCS_OK);
+    assert_memory_equal(src, dst, sizeof(src));
+
+    memset(src, 0, sizeof(src));
+    iov[0] = (uct_iov_t){src, sizeof(src), UCT_MEM_HANDLE_NULL, 0, 1};
+    assert_int_equal(uct_ep_get_zcopy(ep, iov, 1, (uintptr_t)dst, 0, NULL),
+                     UCS_OK);
+    assert_memory_equal(src, dst, sizeof(src));
+
+    assert_int_equal(uct_ep_put_short(ep, "specrdv", 8, (uintptr_t)dst, 0),
+                     UCS_OK);
+    assert_string_equal((char*)dst, "specrdv");
+
+    uct_ep_destroy(ep);
+    uct_iface_close(b);
+    uct_iface_close(a);
+}
+
+/* An interface with other slots cannot be reached: its messages would not fit */
+static void test_other_slot_size_unreachable(void **state)
+{
+    fixture_t *f = *state;
+    uint8_t dev_addr[64], iface_addr[64];
+    uct_iface_h a, b;
+
+    assert_int_equal(open_iface(f, &a, NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, "SLOT_SIZE", "4k", NULL), UCS_OK);
+    assert_int_equal(uct_iface_get_device_address(b, (void*)dev_addr), UCS_OK);
+    assert_int_equal(uct_iface_get_address(b, (void*)iface_addr), UCS_OK);
+    assert_int_equal(uct_iface_is_reachable(a, (void*)dev_addr,
+                                            (void*)iface_addr), 0);
+    uct_iface_close(b);
+    uct_iface_close(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_order_across_channels, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_full_channels_and_pending, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_slot_fails_only_its_sender,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cma_put_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_slot_size_unreachable,
+                                        setup, teardown),
+    };
+
+    return cmocka_run_group_tests_name("specrdv shm writer", tests, NULL, NULL);
+}
