@@ -8,7 +8,7 @@ REPO       := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD_DIR  ?= $(REPO)/build
 ASAN_DIR   ?= $(REPO)/build-asan
 PREFIX      = $(BUILD_DIR)/prefix
-GTEST_FILTER ?= *test_md*
+GTEST_FILTER ?= specrdv/*
 
 UNIT_SRCS  := $(wildcard $(REPO)/test/unit/test_*.c)
 UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))

@@ -2,9 +2,8 @@
  * ucx-spec: specrdv endpoint on the shared-memory writer.
  *
  * Sends are complete when they return: the message sits in the receiver's
- * slot or FIFO element, and put/get have been copied by the kernel.  So flush
- * only waits for pending requests, and zero-copy operations never call their
- * completion.
+ * slot or FIFO element, and put/get have been copied by the kernel.  So
+ * zero-copy operations never call their completion.
  *
  * See file LICENSE for terms.
  */
@@ -489,7 +488,9 @@ ucs_status_t uct_specrdv_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+    /* Sends are done when they return; what flush has to wait for is room
+     * for those still to come, as UCT's other shared-memory transports do */
+    if (!uct_specrdv_shm_peer_can_send(ep->peer)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }

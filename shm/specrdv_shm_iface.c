@@ -35,16 +35,16 @@
 
 
 ucs_config_field_t uct_specrdv_shm_config_table[] = {
-    {"FIFO_SIZE", "64",
+    {"SHM_FIFO_SIZE", "64",
      "Elements in the fallback FIFO, shared by all senders to an interface; a\n"
      "power of 2. Each is SLOT_SIZE bytes.",
      ucs_offsetof(uct_specrdv_shm_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
 
-    {"MAX_PEERS", "256",
+    {"SHM_MAX_PEERS", "256",
      "Most processes that can connect to one interface.",
      ucs_offsetof(uct_specrdv_shm_config_t, max_peers), UCS_CONFIG_TYPE_UINT},
 
-    {"CMA", "try",
+    {"SHM_CMA", "try",
      "put/get by cross-memory attach (process_vm_writev/readv). With 'try' an\n"
      "interface on a kernel that forbids it offers no put/get; with 'yes' it\n"
      "fails to open.",
@@ -575,19 +575,17 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h md,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* Slot: header, the receive descriptor pointer and the user's headroom,
-     * payload from the next 8-byte boundary, one byte of tail flag */
-    seg_params.geom.payload_offset = ucs_align_up(sizeof(uct_specrdv_hdr_t) +
-                                                  sizeof(uct_recv_desc_t*) +
-                                                  headroom, 8);
+    seg_params.geom.payload_offset = UCT_SPECRDV_PAYLOAD_OFFSET;
     seg_params.geom.slot_size      = self->super.config.slot_size;
     seg_params.geom.num_slots      = self->super.config.ring_slots;
     seg_params.num_rings           = self->super.config.poll_set;
     seg_params.fifo_size           = config->shm.fifo_size;
     seg_params.max_peers           = config->shm.max_peers;
-    if (seg_params.geom.payload_offset + 64 > seg_params.geom.slot_size) {
-        ucs_error("specrdv: rx headroom %zu leaves no payload in %zu-byte "
-                  "slots", headroom, seg_params.geom.slot_size);
+    if (sizeof(uct_specrdv_hdr_t) + sizeof(uct_recv_desc_t*) + headroom >
+        UCT_SPECRDV_PAYLOAD_OFFSET) {
+        ucs_error("specrdv: rx headroom %zu exceeds the %zu bytes a slot "
+                  "reserves", headroom, UCT_SPECRDV_PAYLOAD_OFFSET -
+                  sizeof(uct_specrdv_hdr_t) - sizeof(uct_recv_desc_t*));
         return UCS_ERR_INVALID_PARAM;
     }
 

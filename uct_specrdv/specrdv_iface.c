@@ -56,7 +56,7 @@ static ucs_config_field_t uct_specrdv_iface_config_table[] = {
      "Bandwidth estimate the transport reports to UCP for protocol selection.",
      ucs_offsetof(uct_specrdv_iface_config_t, bandwidth), UCS_CONFIG_TYPE_BW},
 
-    {"SHM_", "", NULL,
+    {"", "", NULL,
      ucs_offsetof(uct_specrdv_iface_config_t, shm),
      UCS_CONFIG_TYPE_TABLE(uct_specrdv_shm_config_table)},
 

@@ -15,8 +15,14 @@
 #include <ucs/sys/math.h>
 
 
-/* Smallest slot that holds a header, a cache line of payload and a tail flag */
-#define UCT_SPECRDV_SLOT_SIZE_MIN   128
+/* Where a slot's payload starts, whoever receives it: room for the header,
+ * the receive descriptor and up to 104 bytes of the user's rx headroom (UCP
+ * asks for 80).  A fixed offset gives every interface the same maximum
+ * message, so what one process may send, any other can receive. */
+#define UCT_SPECRDV_PAYLOAD_OFFSET  (2 * UCS_SYS_CACHE_LINE_SIZE)
+
+/* Smallest slot that holds the payload offset and a cache line of payload */
+#define UCT_SPECRDV_SLOT_SIZE_MIN   256
 #define UCT_SPECRDV_SLOT_SIZE_MAX   UCS_MBYTE
 #define UCT_SPECRDV_RING_SLOTS_MIN  2
 #define UCT_SPECRDV_RING_SLOTS_MAX  INT16_MAX

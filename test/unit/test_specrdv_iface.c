@@ -65,7 +65,7 @@ static void test_iface_open_query_close(void **state)
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY);
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_PENDING);
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
-    assert_int_equal(attr.cap.am.max_bcopy, 8192 - 16 - 8 - 1);
+    assert_int_equal(attr.cap.am.max_bcopy, 8192 - 128 - 1);
     assert_int_not_equal(attr.iface_addr_len, 0);
     assert_true(attr.bandwidth.dedicated == 12179.0 * 1024 * 1024);
     assert_true(attr.latency.c > 0);
@@ -101,17 +101,17 @@ static void test_iface_config_bounds(void **state)
                      UCS_ERR_INVALID_PARAM);
     assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "100", NULL),
                      UCS_ERR_INVALID_PARAM);
-    assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "64", NULL),
+    assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "128", NULL),
                      UCS_ERR_INVALID_PARAM);
     assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "2m", NULL),
                      UCS_ERR_INVALID_PARAM);
 
     /* the edges of the accepted ranges */
     assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "2",
-                                "SLOT_SIZE", "128", NULL), UCS_OK);
+                                "SLOT_SIZE", "256", NULL), UCS_OK);
     uct_iface_close(iface);
     assert_int_equal(open_iface(f, &iface, "RING_SLOTS", "32767",
-                                "SLOT_SIZE", "128", "POLL_SET", "1", NULL),
+                                "SLOT_SIZE", "256", "POLL_SET", "1", NULL),
                      UCS_OK);
     uct_iface_close(iface);
     assert_int_equal(open_iface(f, &iface, "SLOT_SIZE", "1m",
