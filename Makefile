@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind check-rdma bench bench-rdma gtest clean
+        check-valgrind check-fuzz check-mpi check-rdma bench bench-rdma gtest clean
 
 all: build
 
@@ -32,7 +32,7 @@ demo: build
 
 # --------------------------------------------------------------------- tests
 check: build
-	@$(MAKE) --no-print-directory check-unit check-integration
+	@$(MAKE) --no-print-directory check-unit check-fuzz check-integration check-mpi
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-rdma
@@ -66,6 +66,30 @@ check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 check-integration:
 	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
 
+# libFuzzer on the slot protocol's receive side, with ASan and UBSan;
+# FUZZ_TIME seconds (CI: 20)
+FUZZ_TIME ?= 20
+FUZZER     = $(BUILD_DIR)/test/fuzz/fuzz_slot_rx
+$(FUZZER): $(REPO)/test/fuzz/fuzz_slot_rx.c $(REPO)/uct_specrdv/specrdv_slot.c \
+           $(REPO)/uct_specrdv/specrdv_slot.h $(BUILD_DIR)/.install-key
+	@mkdir -p $(@D)
+	clang -g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined \
+	    -I$(PREFIX)/include -I$(BUILD_DIR)/ucx-1.13.1/src -o $@ \
+	    $(REPO)/test/fuzz/fuzz_slot_rx.c $(REPO)/uct_specrdv/specrdv_slot.c \
+	    -L$(PREFIX)/lib -Wl,-rpath,$(PREFIX)/lib -lucs
+
+check-fuzz: $(FUZZER)
+	@mkdir -p $(BUILD_DIR)/test/fuzz/corpus
+	@$(CLEAN_ENV) UCX_LOG_LEVEL=fatal $(FUZZER) -max_total_time=$(FUZZ_TIME) \
+	    -print_final_stats=1 $(BUILD_DIR)/test/fuzz/corpus 2>&1 | \
+	    grep -E '^(stat::number_of_executed_units|Done)|ERROR|SUMMARY'; \
+	    exit $${PIPESTATUS[0]}
+
+# Debian's Open MPI, MPICH and OpenSHMEM over specrdv alone, bytes verified
+check-mpi: build
+	@$(REPO)/contrib/install-deps mpi
+	@$(CLEAN_ENV) $(REPO)/test/mpi/run $(PREFIX) $(BUILD_DIR)/test/mpi
+
 # Every unit and integration test again under valgrind's memcheck: leaks and
 # invalid accesses fail the run.
 check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
@@ -86,7 +110,7 @@ check-asan: deps
 PINGPONG = $(BUILD_DIR)/test/mpi/pingpong_verify
 $(PINGPONG): $(REPO)/test/mpi/pingpong_verify.c
 	@mkdir -p $(@D)
-	mpicc -O2 -Wall -Werror -o $@ $<
+	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
 
 check-rdma: build
 	@$(REPO)/contrib/install-deps rdma

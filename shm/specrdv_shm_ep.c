@@ -56,7 +56,8 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
-    self->peer = peer;
+    self->peer  = peer;
+    self->flags = 0;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&peer->eps, &self->list);
     ucs_debug("specrdv: ep %p to pid %d, our id there %d", self, peer->pid,
@@ -66,6 +67,12 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_ep_t, const uct_ep_params_t *params)
 
 static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_shm_ep_t)
 {
+    uct_specrdv_shm_iface_t *iface = ucs_derived_of(self->super.super.iface,
+                                                    uct_specrdv_shm_iface_t);
+
+    if (self->flags & UCT_SPECRDV_SHM_EP_INVALIDATED) {
+        --iface->invalidated;
+    }
     uct_specrdv_shm_ep_pending_purge(&self->super.super, NULL, NULL);
     ucs_arbiter_group_cleanup(&self->arb_group);
     ucs_list_del(&self->list);
@@ -89,12 +96,34 @@ uct_specrdv_shm_ep_max_payload(uct_specrdv_shm_ep_t *ep)
     return uct_specrdv_ring_max_payload(&ep->peer->seg.ctl->geom);
 }
 
+/* An endpoint whose error was reported, or whose peer failed, takes no more
+ * operations */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_specrdv_shm_ep_status(uct_specrdv_shm_ep_t *ep)
+{
+    if (ucs_unlikely(ep->flags & UCT_SPECRDV_SHM_EP_FAILED)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+    if (ucs_unlikely(ep->peer->flags & UCT_SPECRDV_SHM_PEER_FAILED)) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    return UCS_OK;
+}
+
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_specrdv_shm_ep_tx_begin(uct_specrdv_shm_ep_t *ep, size_t length,
                             uct_specrdv_shm_tx_t *tx)
 {
-    if (ucs_unlikely(ep->peer->flags & UCT_SPECRDV_SHM_PEER_FAILED)) {
-        return UCS_ERR_CONNECTION_RESET;
+    ucs_status_t status = uct_specrdv_shm_ep_status(ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    /* Requests already waiting go first, unless this is one of them */
+    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+                     !(ep->flags & UCT_SPECRDV_SHM_EP_DISPATCHING))) {
+        return UCS_ERR_NO_RESOURCE;
     }
 
     return uct_specrdv_shm_peer_tx_begin(uct_specrdv_shm_ep_iface(ep), ep->peer,
@@ -241,8 +270,9 @@ uct_specrdv_shm_ep_cma(uct_specrdv_shm_ep_t *ep, const uct_iov_t *iov,
     size_t total;
     ssize_t ret;
 
-    if (ucs_unlikely(ep->peer->flags & UCT_SPECRDV_SHM_PEER_FAILED)) {
-        return UCS_ERR_CONNECTION_RESET;
+    status = uct_specrdv_shm_ep_status(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     ucs_iov_iter_init(&iov_iter);
@@ -345,6 +375,9 @@ ucs_status_t uct_specrdv_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     uct_specrdv_shm_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_shm_ep_t);
     ucs_status_t status;
 
+    UCT_CHECK_LENGTH(length, 0,
+                     uct_specrdv_shm_ep_iface(ep)->super.config.slot_size,
+                     "put_short");
     status = uct_specrdv_shm_ep_cma_buffer(ep, (void*)buffer, length,
                                            remote_addr, 1);
     if (status == UCS_OK) {
@@ -428,12 +461,19 @@ uct_specrdv_shm_ep_process_pending(ucs_arbiter_t *arbiter,
     uct_pending_req_t *req;
     ucs_status_t status;
 
+    /* A failed endpoint's requests wait for the user to purge them */
+    if (uct_specrdv_shm_ep_status(ep) != UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
     if (!uct_specrdv_shm_peer_can_send(ep->peer)) {
         return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
 
-    req    = ucs_container_of(elem, uct_pending_req_t, priv);
-    status = req->func(req);
+    req        = ucs_container_of(elem, uct_pending_req_t, priv);
+    ep->flags |= UCT_SPECRDV_SHM_EP_DISPATCHING;
+    status     = req->func(req);
+    ep->flags &= ~UCT_SPECRDV_SHM_EP_DISPATCHING;
     ucs_trace_data("specrdv: pending request %p: %s", req,
                    ucs_status_string(status));
     if (status == UCS_OK) {
@@ -482,10 +522,15 @@ ucs_status_t uct_specrdv_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp)
 {
     uct_specrdv_shm_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_shm_ep_t);
+    ucs_status_t status      = uct_specrdv_shm_ep_status(ep);
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_specrdv_shm_ep_pending_purge(tl_ep, NULL, NULL);
         return UCS_OK;
+    }
+
+    if (status != UCS_OK) {
+        return status;
     }
 
     /* Sends are done when they return; what flush has to wait for is room
@@ -499,12 +544,51 @@ ucs_status_t uct_specrdv_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
     return UCS_OK;
 }
 
+ucs_status_t uct_specrdv_shm_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_specrdv_shm_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_shm_ep_t);
+
+    /* The error goes to the user from progress, never from inside this call */
+    if (!(ep->flags & UCT_SPECRDV_SHM_EP_INVALIDATED)) {
+        ep->flags |= UCT_SPECRDV_SHM_EP_INVALIDATED;
+        ++uct_specrdv_shm_ep_iface(ep)->invalidated;
+    }
+    return UCS_OK;
+}
+
+void uct_specrdv_shm_ep_report_invalidated(uct_specrdv_shm_iface_t *iface)
+{
+    uct_specrdv_shm_peer_t *peer;
+    uct_specrdv_shm_ep_t *ep;
+
+    /* The error handler may destroy any endpoint: look again after each */
+again:
+    ucs_list_for_each(peer, &iface->peers, list) {
+        ucs_list_for_each(ep, &peer->eps, list) {
+            if (ep->flags & UCT_SPECRDV_SHM_EP_INVALIDATED) {
+                ep->flags &= ~UCT_SPECRDV_SHM_EP_INVALIDATED;
+                ep->flags |= UCT_SPECRDV_SHM_EP_FAILED;
+                --iface->invalidated;
+                uct_iface_handle_ep_err(&iface->super.super.super,
+                                        &ep->super.super,
+                                        UCS_ERR_ENDPOINT_TIMEOUT);
+                goto again;
+            }
+        }
+    }
+}
+
 ucs_status_t uct_specrdv_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp)
 {
     uct_specrdv_shm_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_shm_ep_t);
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    /* A live process may have closed the interface: its segment says so */
+    if (ep->peer->seg.ctl->closed) {
+        return uct_specrdv_shm_ep_invalidate(tl_ep, 0);
+    }
+
     uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->peer->pid, flags, comp);
     return UCS_OK;
 }

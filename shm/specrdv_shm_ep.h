@@ -10,9 +10,17 @@
 #include "specrdv_shm_peer.h"
 
 
+enum {
+    UCT_SPECRDV_SHM_EP_DISPATCHING = UCS_BIT(0), /* running a pending request */
+    UCT_SPECRDV_SHM_EP_INVALIDATED = UCS_BIT(1), /* error still to report */
+    UCT_SPECRDV_SHM_EP_FAILED      = UCS_BIT(2)  /* error reported */
+};
+
+
 typedef struct uct_specrdv_shm_ep {
     uct_base_ep_t          super;
     uct_specrdv_shm_peer_t *peer;
+    uint8_t                flags;
     ucs_list_link_t        list;       /* in the peer's endpoints */
     ucs_arbiter_group_t    arb_group;
     uct_keepalive_info_t   keepalive;
@@ -73,6 +81,11 @@ uct_specrdv_shm_ep_process_pending(ucs_arbiter_t *arbiter,
 
 ucs_status_t uct_specrdv_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp);
+ucs_status_t uct_specrdv_shm_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
+
+/* Report the errors of invalidated endpoints, from progress */
+void uct_specrdv_shm_ep_report_invalidated(uct_specrdv_shm_iface_t *iface);
+
 ucs_status_t uct_specrdv_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp);
 

@@ -90,7 +90,7 @@ static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
     iface_attr->ep_addr_len     = 0;
     iface_attr->max_conn_priv   = 0;
 
-    iface_attr->cap.am.max_short       = max_payload - sizeof(uint64_t);
+    iface_attr->cap.am.max_short       = max_payload;
     iface_attr->cap.am.max_bcopy       = max_payload;
     iface_attr->cap.am.min_zcopy       = 0;
     iface_attr->cap.am.max_zcopy       = max_payload;
@@ -283,7 +283,7 @@ static unsigned uct_specrdv_shm_iface_poll_ring(uct_specrdv_shm_iface_t *iface,
         status = uct_specrdv_shm_iface_deliver(
                 iface, peer, hdr,
                 UCS_PTR_BYTE_OFFSET(hdr, ring->rx.geom.payload_offset),
-                UCT_CB_PARAM_FLAG_DESC);
+                iface->ring_am_flags);
         if (status != UCS_INPROGRESS) {
             uct_specrdv_ring_rx_release(&ring->rx, slot);
         }
@@ -366,8 +366,6 @@ static unsigned uct_specrdv_shm_iface_poll_fifo(uct_specrdv_shm_iface_t *iface)
         if (ucs_unlikely(peer == NULL)) {
             if (hdr->length <= max_payload) {
                 uct_specrdv_shm_peer_rx_connect(iface, src, hdr, payload);
-            } else {
-                ucs_error("specrdv: dropped a message from sender id %u", src);
             }
             goto next;
         }
@@ -414,6 +412,9 @@ static unsigned uct_specrdv_shm_iface_progress(uct_iface_h tl_iface)
 
     count  = uct_specrdv_shm_iface_poll_rings(iface);
     count += uct_specrdv_shm_iface_poll_fifo(iface);
+    if (ucs_unlikely(iface->invalidated > 0)) {
+        uct_specrdv_shm_ep_report_invalidated(iface);
+    }
     if (ucs_unlikely(!ucs_arbiter_is_empty(&iface->arbiter))) {
         ucs_arbiter_dispatch(&iface->arbiter, 1,
                              uct_specrdv_shm_ep_process_pending, &count);
@@ -515,7 +516,7 @@ static uct_iface_internal_ops_t uct_specrdv_shm_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported
+    .ep_invalidate       = uct_specrdv_shm_ep_invalidate
 };
 
 static ucs_status_t
@@ -553,8 +554,8 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h md,
     const uct_specrdv_iface_config_t *config =
             ucs_derived_of(tl_config, uct_specrdv_iface_config_t);
     uct_specrdv_shm_seg_params_t seg_params;
+    size_t headroom, align, align_offset;
     ucs_status_t status;
-    size_t headroom;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_specrdv_iface_t,
                               &uct_specrdv_shm_iface_tl_ops,
@@ -589,6 +590,26 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h md,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* A kept slot is the user's descriptor only where it has the alignment
+     * the user asked for; elsewhere the user copies the data out */
+    status = uct_iface_param_am_alignment(params, seg_params.geom.slot_size,
+                                          0, 0, &align, &align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((align == 0) || !ucs_is_pow2(align) ||
+        ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) &&
+         (params->am_align_offset >= align))) {
+        ucs_error("specrdv: invalid AM alignment %zu, offset %zu", align,
+                  align_offset);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    self->ring_am_flags = ((align <= UCS_SYS_CACHE_LINE_SIZE) &&
+                           ((UCT_SPECRDV_PAYLOAD_OFFSET + align_offset) %
+                            align == 0)) ? UCT_CB_PARAM_FLAG_DESC : 0;
+
     status = uct_specrdv_shm_iface_setup_rma(self, config->shm.cma);
     if (status != UCS_OK) {
         return status;
@@ -598,6 +619,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h md,
     self->release_desc.cb     = uct_specrdv_shm_iface_release_desc;
     self->fifo_tail           = 0;
     self->poll_count          = 0;
+    self->invalidated         = 0;
     ucs_list_head_init(&self->peers);
     ucs_arbiter_init(&self->arbiter);
 
@@ -655,6 +677,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_shm_iface_t)
         uct_specrdv_shm_peer_destroy(self, peer);
     }
 
+    /* Peers still mapping the segment see that nobody reads it any more */
+    self->seg.ctl->closed = 1;
     UCS_STATS_NODE_FREE(self->stats);
     ucs_free(self->bounce);
     ucs_free(self->released);

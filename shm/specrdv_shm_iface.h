@@ -61,6 +61,8 @@ typedef struct uct_specrdv_shm_iface {
     void                       *bounce;      /* put/get bcopy staging */
     int                        rma;          /* CMA usable */
     unsigned                   rx_headroom;
+    unsigned                   ring_am_flags; /* DESC if slots are aligned */
+    unsigned                   invalidated;   /* endpoints to report */
     UCS_STATS_NODE_DECLARE(stats)
 } uct_specrdv_shm_iface_t;
 

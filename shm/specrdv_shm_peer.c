@@ -290,12 +290,13 @@ void uct_specrdv_shm_peer_rx_connect(uct_specrdv_shm_iface_t *iface,
     uct_specrdv_shm_peer_t *peer;
     ucs_status_t status;
 
-    /* The table entry names who claimed it; anything else is a stray */
+    /* Messages of a sender that left before its CONNECT was read, or whose
+     * connection failed, are dropped; the table entry names who claimed it */
     if ((hdr->type != UCT_SPECRDV_MSG_CTRL) ||
         (hdr->am_id != UCT_SPECRDV_SHM_CTRL_CONNECT) ||
         (hdr->length != sizeof(*ctrl)) || (hdr->psn != 0) ||
         (iface->seg.peers[src] != ctrl->nonce)) {
-        ucs_error("specrdv: dropped a message from unconnected sender id %u",
+        ucs_debug("specrdv: dropped a message from unconnected sender id %u",
                   src);
         return;
     }
@@ -305,8 +306,11 @@ void uct_specrdv_shm_peer_rx_connect(uct_specrdv_shm_iface_t *iface,
     addr.pid   = ctrl->pid;
     status     = uct_specrdv_shm_peer_get(iface, &addr, &peer);
     if (status != UCS_OK) {
-        ucs_error("specrdv: cannot attach to connecting peer pid %d: %s",
-                  ctrl->pid, ucs_status_string(status));
+        /* Its segment is gone with it, and so are its messages: the entry
+         * can go to the next sender, whose messages come after them */
+        ucs_debug("specrdv: connecting pid %d is gone: %s", ctrl->pid,
+                  ucs_status_string(status));
+        iface->seg.peers[src] = 0;
         return;
     }
 

@@ -37,6 +37,7 @@ typedef struct uct_specrdv_shm_seg_ctl {
     uint32_t                num_rings;
     uint32_t                fifo_size;    /* power of 2 */
     uct_specrdv_ring_geom_t geom;         /* rings and FIFO elements */
+    volatile uint32_t       closed;       /* the interface was closed */
     volatile uint64_t       fifo_head UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE);
 } UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_specrdv_shm_seg_ctl_t;
 

@@ -133,7 +133,7 @@ ucs_status_t uct_specrdv_ring_rx_peek(uct_specrdv_ring_rx_t *rx,
     }
 
     /* Read the length once: a corrupt sender may still be changing it */
-    length = *(volatile uint32_t*)&hdr->length;
+    length = ((volatile uct_specrdv_hdr_t*)hdr)->length;
     if (length > uct_specrdv_ring_max_payload(&rx->geom)) {
         ucs_error("specrdv: slot %u claims %u bytes, a slot holds %zu",
                   rx->head, length, uct_specrdv_ring_max_payload(&rx->geom));
