@@ -17,7 +17,8 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind check-fuzz check-mpi check-rdma bench bench-rdma gtest clean
+        check-valgrind check-fuzz check-mpi check-rdma bench bench-shm \
+        bench-rdma gtest clean
 
 all: build
 
@@ -28,6 +29,7 @@ build: deps
 	@BUILD_DIR=$(BUILD_DIR) $(REPO)/contrib/ucx-bootstrap
 
 demo: build
+	@$(REPO)/contrib/install-deps bench
 	@$(REPO)/contrib/demo $(PREFIX)
 
 # --------------------------------------------------------------------- tests
@@ -124,7 +126,15 @@ check-rdma: build
 # in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
 RESULTS = $(REPO)/perf/results
 
-bench: bench-rdma
+bench: bench-shm bench-rdma
+
+# specrdv against UCX's posix and sysv on this machine, ratios to posix
+bench-shm: build
+	@$(REPO)/contrib/install-deps bench
+	@mkdir -p $(RESULTS)
+	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm.csv
+	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
+	@cat $(RESULTS)/shm.md
 
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
