@@ -93,7 +93,7 @@ uct_specrdv_shm_ep_iface(uct_specrdv_shm_ep_t *ep)
 static UCS_F_ALWAYS_INLINE size_t
 uct_specrdv_shm_ep_max_payload(uct_specrdv_shm_ep_t *ep)
 {
-    return uct_specrdv_ring_max_payload(&ep->peer->seg.ctl->geom);
+    return uct_specrdv_shm_iface_max_payload(uct_specrdv_shm_ep_iface(ep));
 }
 
 /* An endpoint whose error was reported, or whose peer failed, takes no more

@@ -72,11 +72,6 @@ static ucs_stats_class_t uct_specrdv_shm_iface_stats_class = {
 #endif
 
 
-static size_t uct_specrdv_shm_iface_max_payload(uct_specrdv_shm_iface_t *iface)
-{
-    return uct_specrdv_ring_max_payload(&iface->seg.ctl->geom);
-}
-
 static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
                                                 uct_iface_attr_t *iface_attr)
 {
@@ -199,12 +194,8 @@ static void uct_specrdv_shm_iface_release_desc(uct_recv_desc_t *self,
 
     uct_specrdv_ring_rx_release(&ring->rx,
                                 (offset % ring_bytes) / geom->slot_size);
-    if (ucs_unlikely(ring->closing) && (ring->peer != NULL) &&
-        uct_specrdv_ring_rx_is_idle(&ring->rx)) {
-        ring->peer                          = NULL;
-        iface->seg.ring_ctl[index].returned = 0;
-        ucs_memory_cpu_store_fence();
-        iface->seg.ring_ctl[index].owner    = 0;
+    if (ucs_unlikely(ring->closing)) {
+        uct_specrdv_shm_peer_rx_ring_reclaim(iface, index);
     }
 }
 

@@ -67,6 +67,14 @@ typedef struct uct_specrdv_shm_iface {
 } uct_specrdv_shm_iface_t;
 
 
+/* Largest message: peers with other slots are unreachable, so this holds for
+ * every peer, and it reads nothing of theirs */
+static UCS_F_ALWAYS_INLINE size_t
+uct_specrdv_shm_iface_max_payload(const uct_specrdv_shm_iface_t *iface)
+{
+    return uct_specrdv_ring_max_payload(&iface->seg.ctl->geom);
+}
+
 ucs_status_t uct_specrdv_shm_iface_open(uct_md_h md, uct_worker_h worker,
                                         const uct_iface_params_t *params,
                                         const uct_iface_config_t *config,

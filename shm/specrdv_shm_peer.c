@@ -273,12 +273,23 @@ void uct_specrdv_shm_peer_rx_ring_close(uct_specrdv_shm_iface_t *iface,
     uct_specrdv_shm_peer_poll_set_remove(iface, index);
     peer->rx_ring = -1;
     ring->closing = 1;
-    if (uct_specrdv_ring_rx_is_idle(&ring->rx)) {
-        ring->peer                          = NULL;
-        iface->seg.ring_ctl[index].returned = 0;
-        ucs_memory_cpu_store_fence();
-        iface->seg.ring_ctl[index].owner    = 0;
+    uct_specrdv_shm_peer_rx_ring_reclaim(iface, index);
+}
+
+void uct_specrdv_shm_peer_rx_ring_reclaim(uct_specrdv_shm_iface_t *iface,
+                                          unsigned index)
+{
+    uct_specrdv_shm_rx_ring_t *ring = &iface->rings[index];
+
+    if ((ring->peer == NULL) || !uct_specrdv_ring_rx_is_idle(&ring->rx)) {
+        return;
     }
+
+    /* The next owner starts counting credits from zero */
+    ring->peer                          = NULL;
+    iface->seg.ring_ctl[index].returned = 0;
+    ucs_memory_cpu_store_fence();
+    iface->seg.ring_ctl[index].owner    = 0;
 }
 
 void uct_specrdv_shm_peer_rx_connect(uct_specrdv_shm_iface_t *iface,

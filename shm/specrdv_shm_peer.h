@@ -112,4 +112,8 @@ void uct_specrdv_shm_peer_fail(uct_specrdv_shm_iface_t *iface,
 void uct_specrdv_shm_peer_rx_ring_close(uct_specrdv_shm_iface_t *iface,
                                         uct_specrdv_shm_peer_t *peer);
 
+/* Return a closing ring to the pool if none of its slots is still held */
+void uct_specrdv_shm_peer_rx_ring_reclaim(uct_specrdv_shm_iface_t *iface,
+                                          unsigned index);
+
 #endif

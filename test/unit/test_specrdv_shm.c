@@ -124,6 +124,24 @@ static void connect_ep(fixture_t *f, uct_iface_h from, uct_iface_h to,
     assert_int_equal(uct_ep_create(&params, ep_p), UCS_OK);
 }
 
+/* A sender and a receiver with the same ring, ring-after and FIFO settings,
+ * the receiver's AMs counted in r, and an endpoint from one to the other */
+static void open_pair(fixture_t *f, receiver_t *r, const char *ring_slots,
+                      const char *ring_after, const char *fifo_size,
+                      uct_iface_h *sender, uct_iface_h *receiver, uct_ep_h *ep)
+{
+    assert_int_equal(open_iface(f, sender, "RING_SLOTS", ring_slots,
+                                "RING_AFTER", ring_after, "SHM_FIFO_SIZE",
+                                fifo_size, NULL), UCS_OK);
+    assert_int_equal(open_iface(f, receiver, "RING_SLOTS", ring_slots,
+                                "RING_AFTER", ring_after, "SHM_FIFO_SIZE",
+                                fifo_size, NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(*receiver, AM_ID, am_handler, r,
+                                              0), UCS_OK);
+    uct_iface_progress_enable(*receiver, UCT_PROGRESS_RECV);
+    connect_ep(f, *sender, *receiver, ep);
+}
+
 static void fill(uint8_t *buf, uint32_t seq, uint32_t length)
 {
     msg_hdr_t *h = (msg_hdr_t*)buf;
@@ -188,14 +206,7 @@ static void test_order_across_channels(void **state)
     int burst;
 
     f->rx_headroom = 40;
-    assert_int_equal(open_iface(f, &sender, "RING_SLOTS", "4", "RING_AFTER",
-                                "2", "SHM_FIFO_SIZE", "4", NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &receiver, "RING_SLOTS", "4", "RING_AFTER",
-                                "2", "SHM_FIFO_SIZE", "4", NULL), UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(receiver, AM_ID, am_handler, &r,
-                                              0), UCS_OK);
-    uct_iface_progress_enable(receiver, UCT_PROGRESS_RECV);
-    connect_ep(f, sender, receiver, &ep);
+    open_pair(f, &r, "4", "2", "4", &sender, &receiver, &ep);
 
     while (seq < MAX_MSGS) {
         for (burst = 0; (burst < 7) && (seq < MAX_MSGS); ++burst) {
@@ -246,15 +257,8 @@ static void test_full_channels_and_pending(void **state)
     ucs_status_t status;
     uct_ep_h ep;
 
-    assert_int_equal(open_iface(f, &sender, "RING_SLOTS", "2", "RING_AFTER",
-                                "0", "SHM_FIFO_SIZE", "2", NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &receiver, "RING_SLOTS", "2", "RING_AFTER",
-                                "0", "SHM_FIFO_SIZE", "2", NULL), UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(receiver, AM_ID, am_handler, &r,
-                                              0), UCS_OK);
-    uct_iface_progress_enable(receiver, UCT_PROGRESS_RECV);
+    open_pair(f, &r, "2", "0", "2", &sender, &receiver, &ep);
     uct_iface_progress_enable(sender, UCT_PROGRESS_SEND);
-    connect_ep(f, sender, receiver, &ep);
 
     assert_int_equal(uct_ep_pending_add(ep, &req, 0), UCS_ERR_BUSY);
     while ((status = send_msg(ep, sent, 16)) == UCS_OK) {
