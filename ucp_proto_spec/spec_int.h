@@ -1,0 +1,278 @@
+/**
+ * ucx-spec: receiver-initiated speculative rendezvous, internal definitions.
+ *
+ * The protocol (Rashti & Afsahi, J. Supercomputing 2009, §3) with one change
+ * that UCX makes cheap: every message of an envelope carries its place in the
+ * envelope's order, so an RTR names the one send it is for.  See README.md in
+ * this directory for the message flow and the hazard each rule covers.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifndef UCP_PROTO_SPEC_INT_H_
+#define UCP_PROTO_SPEC_INT_H_
+
+#include "ucp_proto_spec.h"
+
+#include <ucp/core/ucp_types.h>
+#include <ucs/config/parser.h>
+#include <ucs/config/types.h>
+#include <ucs/datastruct/khash.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/stats/stats.h>
+#include <ucs/type/status.h>
+
+
+/*
+ * A send's position in its envelope, as carried by RTS and RTR:
+ * [63:56] flags piggybacked on an RTS, [55:40] epoch, [39:0] index.
+ * The epoch changes whenever the sender (re)creates the envelope's entry, so
+ * an RTR computed against a forgotten numbering can never match.
+ */
+#define UCP_PROTO_SPEC_INDEX_BITS   40
+#define UCP_PROTO_SPEC_EPOCH_BITS   16
+#define UCP_PROTO_SPEC_POS_MASK     UCS_MASK(UCP_PROTO_SPEC_INDEX_BITS + \
+                                             UCP_PROTO_SPEC_EPOCH_BITS)
+#define UCP_PROTO_SPEC_INDEX_MASK   UCS_MASK(UCP_PROTO_SPEC_INDEX_BITS)
+#define UCP_PROTO_SPEC_FLAGS_SHIFT  56
+
+enum {
+    UCP_PROTO_SPEC_RTS_FLAG_STOP   = UCS_BIT(0), /* stop-RTR (adaptation) */
+    UCP_PROTO_SPEC_RTS_FLAG_RESUME = UCS_BIT(1)  /* resume-RTR (re-probe) */
+};
+
+/* Appended to a tag RTS after the packed rkey */
+#define UCP_PROTO_SPEC_RTS_MAGIC    0x53504543u /* "SPEC" */
+typedef struct {
+    uint64_t pos;    /* flags | epoch | index of this send */
+    uint32_t magic;
+    uint32_t reserved;
+} UCS_S_PACKED ucp_proto_spec_rts_trailer_t;
+
+
+/* RTR: receiver -> sender, sent when a receive is posted */
+typedef struct {
+    uint64_t  ep_id;   /* sender's endpoint id (our endpoint's remote id) */
+    uint64_t  rreq_id; /* id of the request that carries the RTR: RTR-ACK,
+                          ATP and REVOKE-ACK refer to it */
+    ucp_tag_t tag;     /* envelope */
+    uint64_t  pos;     /* epoch | index of the send this receive will match */
+    uint64_t  address; /* receive buffer */
+    uint64_t  length;  /* receive buffer length, may exceed the message */
+    /* packed rkey follows */
+} UCS_S_PACKED ucp_proto_spec_rtr_hdr_t;
+
+/* RTR-ACK: sender -> receiver, "send <pos> took your RTR"; sent before the
+ * data is put, so it reaches the receiver ahead of every later message of
+ * the envelope and ahead of the ATP */
+typedef struct {
+    uint64_t  rreq_id;
+    ucp_tag_t tag;     /* the send's full tag, for the receive's info */
+    uint64_t  length;  /* the message's real length */
+} UCS_S_PACKED ucp_proto_spec_rtr_ack_hdr_t;
+
+/* REVOKE: receiver -> sender, "forget RTR <pos>" (receive cancel) */
+typedef struct {
+    uint64_t  ep_id;
+    uint64_t  rreq_id;
+    ucp_tag_t tag;
+    uint64_t  pos;
+} UCS_S_PACKED ucp_proto_spec_revoke_hdr_t;
+
+/* REVOKE-ACK: sender -> receiver, "RTR <rreq_id> is dead here" */
+typedef struct {
+    uint64_t  rreq_id;
+    ucp_tag_t tag;
+    uint64_t  pos;     /* with tag, names the RTR even if the id was reused */
+} UCS_S_PACKED ucp_proto_spec_revoke_ack_hdr_t;
+
+
+/* UCX_SPEC_SENDER_MASK=auto */
+#define UCP_PROTO_SPEC_MASK_AUTO  UINT64_MAX
+
+/* UCX_SPEC_* */
+typedef struct ucp_proto_spec_config {
+    int          rndv;              /* ucs_ternary_auto_value_t */
+    size_t       thresh;
+    uint64_t     sender_mask;
+    uint64_t     ignore_mask;
+    int          early_progress;
+    double       adapt_thresh;
+    unsigned     adapt_min_sample;
+    unsigned     adapt_backoff;
+    unsigned     adapt_backoff_max;
+    unsigned     env_max;
+    unsigned     rtr_queue_max;
+    int          report;
+} ucp_proto_spec_config_t;
+
+extern ucs_config_field_t ucp_proto_spec_config_table[];
+
+
+/* Sender side: an RTR that arrived before its send was posted */
+typedef struct {
+    ucs_list_link_t list;
+    uint64_t        pos;
+    uint64_t        rreq_id;
+    uint64_t        address;
+    uint64_t        length;
+    size_t          rkey_length;
+    uint8_t         rkey[];
+} ucp_proto_spec_rtrq_entry_t;
+
+enum {
+    UCP_PROTO_SPEC_TX_STOPPED = UCS_BIT(0), /* adaptation: no RTR wanted */
+    UCP_PROTO_SPEC_TX_SAY_STOP   = UCS_BIT(1), /* piggyback on next RTS */
+    UCP_PROTO_SPEC_TX_SAY_RESUME = UCS_BIT(2)
+};
+
+/* Sender side: one (endpoint, tag) */
+typedef struct {
+    ucs_list_link_t lru;
+    ucp_ep_h        ep;
+    ucp_tag_t       tag;
+    uint64_t        epoch;       /* already shifted into place */
+    uint64_t        next;        /* index of the next send */
+    uint64_t        rndv_mark;   /* index+1 of the send in the rndv hook */
+    uint64_t        rndv_bits;   /* bit (i % 64): send i went rendezvous */
+    ucs_list_link_t rtrq;        /* ucp_proto_spec_rtrq_entry_t, by pos */
+    unsigned        rtrq_length;
+    unsigned        flags;
+    /* adaptation window: RTRs received and used since the last decision */
+    unsigned        rtr_recv;
+    unsigned        rtr_used;
+    unsigned        backoff;     /* rendezvous sends to wait before re-probe */
+    unsigned        stopped_sends;
+} ucp_proto_spec_tx_env_t;
+
+typedef struct {
+    ucp_ep_h  ep;
+    ucp_tag_t tag;
+} ucp_proto_spec_tx_key_t;
+
+enum {
+    UCP_PROTO_SPEC_RX_STOPPED  = UCS_BIT(0), /* sender said stop-RTR */
+    UCP_PROTO_SPEC_RX_CONFLICT = UCS_BIT(1), /* second sender / lost count */
+    UCP_PROTO_SPEC_RX_REVOKING = UCS_BIT(2), /* a cancel waits for REVOKE-ACKs */
+    UCP_PROTO_SPEC_RX_TAKEN    = UCS_BIT(3)  /* an RTR was taken meanwhile */
+};
+
+/* Receiver side: one envelope, learned from an RTS */
+typedef struct {
+    ucs_list_link_t lru;
+    ucp_tag_t       tag;
+    uint64_t        ep_id;       /* our endpoint to the sender */
+    uint64_t        epoch;       /* shifted into place */
+    uint64_t        arrivals;    /* messages arrived in this epoch */
+    unsigned        flags;
+    unsigned        rtr_count;   /* RTRs outstanding: they pin the entry */
+    unsigned        revokes;     /* REVOKE-ACKs awaited */
+    ucs_list_link_t cancels;     /* ucp_proto_spec_rreq_t waiting to cancel */
+} ucp_proto_spec_rx_env_t;
+
+enum {
+    UCP_PROTO_SPEC_RREQ_RTR      = UCS_BIT(0), /* an RTR is outstanding */
+    UCP_PROTO_SPEC_RREQ_SENT     = UCS_BIT(1), /* ... and has left */
+    UCP_PROTO_SPEC_RREQ_DEAD     = UCS_BIT(2), /* receive gone before send */
+    UCP_PROTO_SPEC_RREQ_REVOKING = UCS_BIT(3),
+    UCP_PROTO_SPEC_RREQ_CANCEL   = UCS_BIT(4)  /* user cancel is deferred */
+};
+
+/* Receiver side: speculative state of one posted receive (rreq->recv.spec) */
+typedef struct ucp_proto_spec_rreq {
+    ucp_request_t           *rreq;
+    ucp_request_t           *rtr_req;  /* carries the RTR, owns its id */
+    ucp_proto_spec_rx_env_t *env;
+    uint64_t                 pos;
+    unsigned                 flags;
+    ucs_list_link_t          cancel_list;
+} ucp_proto_spec_rreq_t;
+
+
+
+enum {
+    UCP_PROTO_SPEC_STAT_RTR_SENT,
+    UCP_PROTO_SPEC_STAT_RTR_USED,
+    UCP_PROTO_SPEC_STAT_RTR_DROPPED,
+    UCP_PROTO_SPEC_STAT_ACKS,
+    UCP_PROTO_SPEC_STAT_STOP,
+    UCP_PROTO_SPEC_STAT_RESUME,
+    UCP_PROTO_SPEC_STAT_LAST
+};
+
+
+KHASH_INIT(ucp_proto_spec_rx, uint64_t, ucp_proto_spec_rx_env_t*, 1,
+           kh_int64_hash_func, kh_int64_hash_equal);
+
+static inline khint_t ucp_proto_spec_tx_key_hash(ucp_proto_spec_tx_key_t key)
+{
+    return kh_int64_hash_func((uintptr_t)key.ep ^ (key.tag * 0x9e3779b97f4a7c15ull));
+}
+
+#define ucp_proto_spec_tx_key_equal(_a, _b) \
+    (((_a).ep == (_b).ep) && ((_a).tag == (_b).tag))
+
+KHASH_INIT(ucp_proto_spec_tx, ucp_proto_spec_tx_key_t, ucp_proto_spec_tx_env_t*,
+           1, ucp_proto_spec_tx_key_hash, ucp_proto_spec_tx_key_equal);
+
+
+/* Per worker */
+typedef struct ucp_proto_spec_worker {
+    ucp_worker_h              worker;
+    ucp_proto_spec_config_t   config;
+    uint64_t                  env_mask;   /* tag bits that name an envelope */
+    uint64_t                  next_epoch;
+    khash_t(ucp_proto_spec_tx) tx;
+    khash_t(ucp_proto_spec_rx) rx;
+    ucs_list_link_t           tx_lru;     /* most recent first */
+    ucs_list_link_t           rx_lru;
+    unsigned                  tx_count;
+    unsigned                  rx_count;
+    ucp_proto_spec_counters_t cnt;
+    UCS_STATS_NODE_DECLARE(stats)
+} ucp_proto_spec_worker_t;
+
+
+#define UCP_PROTO_SPEC_COUNT(_spec, _field, _n) \
+    do { \
+        (_spec)->cnt._field += (_n); \
+    } while (0)
+
+
+/* spec_env.c */
+ucp_proto_spec_tx_env_t *
+ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                          ucp_tag_t tag, int create);
+void ucp_proto_spec_tx_env_drop_upto(ucp_proto_spec_worker_t *spec,
+                                     ucp_proto_spec_tx_env_t *env,
+                                     uint64_t pos);
+ucp_proto_spec_rtrq_entry_t *
+ucp_proto_spec_tx_env_find(ucp_proto_spec_tx_env_t *env, uint64_t pos);
+void ucp_proto_spec_tx_env_remove(ucp_proto_spec_worker_t *spec,
+                                  ucp_proto_spec_tx_env_t *env);
+ucp_proto_spec_rx_env_t *
+ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
+                          int create);
+void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec);
+
+/* spec_worker.c */
+ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
+                                     const void *hdr, size_t length);
+ucp_proto_spec_worker_t *ucp_proto_spec_get(ucp_worker_h worker);
+void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
+
+/* spec_recv.c */
+void ucp_proto_spec_rreq_release(ucp_proto_spec_worker_t *spec,
+                                 ucp_proto_spec_rreq_t *sr);
+ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
+                                            size_t length, unsigned flags);
+ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
+                                               size_t length, unsigned flags);
+
+/* spec_send.c */
+ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
+                                        unsigned flags);
+ucs_status_t ucp_proto_spec_revoke_handler(void *arg, void *data,
+                                           size_t length, unsigned flags);
+
+#endif

@@ -1,0 +1,719 @@
+/**
+ * ucx-spec: speculative rendezvous, receiver side.
+ *
+ * A receive posted before its send (paper Fig. 3) sends an RTR naming the
+ * index of the send it will match: the messages of its envelope that arrived
+ * so far plus the receives ahead of it that will take one each.  That count
+ * is exact only if every receive ahead that can match the envelope names it
+ * fully, so a wildcard ahead blocks RTRs (§3.3.1, Fig. 9).  The envelope and
+ * the sender's numbering are learned from an RTS (the only tag message that
+ * names its endpoint) and checked again at every RTS: a second sender or a
+ * lost count stops speculation for the envelope.
+ *
+ * The receive stays in the expected queue.  Whatever reaches it first wins:
+ *  - eager or RTS: the ordinary path; the RTR is dead at the sender (its
+ *    index is taken), so only local state is released;
+ *  - RTR-ACK: the sender took the RTR; the receive leaves the queue before
+ *    any later message of the envelope can arrive, UCX's ATP completes it.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_int.h"
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/core/ucp_worker.inl>
+#include <ucp/proto/proto_am.inl>
+#include <ucp/rndv/rndv.h>
+#include <ucp/tag/tag_match.inl>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <inttypes.h>
+
+
+/* Carrier of an RTR whose receive went away before the RTR was sent */
+static char ucp_proto_spec_dead_carrier;
+
+static int ucp_proto_spec_specific(const ucp_proto_spec_worker_t *spec,
+                                   ucp_tag_t tag_mask)
+{
+    return (tag_mask & spec->env_mask) == spec->env_mask;
+}
+
+/* Would a sender use rendezvous for this length (§3.2.1 prediction)? */
+static int ucp_proto_spec_predict_rndv(const ucp_proto_spec_worker_t *spec,
+                                       ucp_ep_h ep, size_t length)
+{
+    size_t thresh = spec->config.thresh;
+
+    if (thresh == UCS_MEMUNITS_AUTO) {
+        thresh = ucp_ep_config(ep)->tag.rndv.rma_thresh.remote;
+    }
+
+    return length >= thresh;
+}
+
+/* The sender's endpoint of a learned envelope, if it can carry an RTR */
+static ucp_ep_h ucp_proto_spec_rx_ep(ucp_proto_spec_worker_t *spec,
+                                     const ucp_proto_spec_rx_env_t *env)
+{
+    const ucp_ep_config_t *config;
+    ucp_ep_h ep;
+
+    if (ucp_worker_get_ep_by_id(spec->worker, env->ep_id, &ep) != UCS_OK) {
+        return NULL;
+    }
+
+    if (ep->flags & (UCP_EP_FLAG_CLOSED | UCP_EP_FLAG_FAILED)) {
+        return NULL;
+    }
+
+    config = ucp_ep_config(ep);
+    if (ucp_ep_config_key_has_tag_lane(&config->key) ||
+        (config->rndv.put_zcopy.lanes[0] == UCP_NULL_LANE)) {
+        return NULL;
+    }
+
+    return ep;
+}
+
+void ucp_proto_spec_recv_begin(ucp_worker_h worker, size_t count,
+                               const ucp_request_param_t *param,
+                               ucp_tag_t tag, ucp_tag_t tag_mask)
+{
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    ucp_datatype_t datatype;
+    ucp_proto_spec_rx_env_t *env;
+    ucp_ep_h ep;
+
+    if ((spec == NULL) || !spec->config.early_progress ||
+        !ucp_proto_spec_specific(spec, tag_mask)) {
+        return;
+    }
+
+    datatype = ucp_request_param_datatype(param);
+    if (!UCP_DT_IS_CONTIG(datatype)) {
+        return;
+    }
+
+    env = ucp_proto_spec_rx_env_get(spec, tag, 0);
+    if ((env == NULL) ||
+        (env->flags & (UCP_PROTO_SPEC_RX_STOPPED | UCP_PROTO_SPEC_RX_CONFLICT))) {
+        return;
+    }
+
+    ep = ucp_proto_spec_rx_ep(spec, env);
+    if ((ep != NULL) &&
+        ucp_proto_spec_predict_rndv(spec, ep,
+                                    ucp_contig_dt_length(datatype, count))) {
+        /* §3.2.1: an RTS that already arrived must be found, not raced */
+        ucp_proto_spec_early_progress(spec);
+    }
+}
+
+/* Receives ahead of rreq that will take a message of env before it; -1 if
+ * one of them cannot be counted (a wildcard, or a cancel in flight) */
+static int ucp_proto_spec_count_ahead(ucp_proto_spec_worker_t *spec,
+                                      ucp_request_t *rreq,
+                                      const ucp_proto_spec_rx_env_t *env)
+{
+    ucp_tag_match_t *tm            = &spec->worker->tm;
+    ucp_request_queue_t *queues[2] = {
+        ucp_tag_exp_get_queue_for_tag(tm, rreq->recv.tag.tag),
+        &tm->expected.wildcard
+    };
+    ucp_request_t *req;
+    unsigned i;
+    int ahead;
+
+    /* A fully specified receive that differs from env only in ignored bits
+     * lives in another hash bucket; MPICH, the user of ignored bits, never
+     * posts a full mask, and Open MPI ignores none. */
+    ahead = 0;
+    for (i = 0; i < ucs_static_array_size(queues); ++i) {
+        ucs_queue_for_each(req, &queues[i]->queue, recv.queue) {
+            if ((req == rreq) ||
+                (((req->recv.tag.tag ^ env->tag) & req->recv.tag.tag_mask &
+                  spec->env_mask) != 0)) {
+                continue;
+            }
+
+            if (!ucp_proto_spec_specific(spec, req->recv.tag.tag_mask) ||
+                ((req->recv.spec != NULL) &&
+                 (((ucp_proto_spec_rreq_t*)req->recv.spec)->flags &
+                  UCP_PROTO_SPEC_RREQ_CANCEL))) {
+                return -1;
+            }
+
+            ++ahead;
+        }
+    }
+
+    return ahead;
+}
+
+static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
+{
+    ucp_request_t *carrier        = arg;
+    ucp_proto_spec_rreq_t *sr     = carrier->send.buffer;
+    ucp_request_t *rreq           = sr->rreq;
+    ucp_proto_spec_rtr_hdr_t *hdr = dest;
+    ucp_ep_h ep                   = carrier->send.ep;
+    ucp_memory_info_t mem_info;
+    ssize_t packed;
+
+    hdr->ep_id   = ucp_ep_remote_id(ep);
+    hdr->rreq_id = ucp_send_request_get_id(carrier);
+    hdr->tag     = sr->env->tag;
+    hdr->pos     = sr->pos;
+    hdr->address = (uintptr_t)rreq->recv.buffer;
+    hdr->length  = rreq->recv.length;
+
+    mem_info.type    = rreq->recv.mem_type;
+    mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    packed = ucp_rkey_pack_uct(ep->worker->context,
+                               rreq->recv.state.dt.contig.md_map,
+                               rreq->recv.state.dt.contig.memh, &mem_info, 0,
+                               ucp_ep_config(ep)->uct_rkey_pack_flags, NULL,
+                               hdr + 1);
+    if (packed < 0) {
+        /* no rkey: the sender cannot unpack it, so it must not use the RTR */
+        ucs_fatal("spec: failed to pack receive buffer rkey: %s",
+                  ucs_status_string((ucs_status_t)packed));
+    }
+
+    return sizeof(*hdr) + packed;
+}
+
+static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
+{
+    ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
+    ucp_proto_spec_rreq_t *sr = carrier->send.buffer;
+    ucp_context_h context     = carrier->send.ep->worker->context;
+    ucs_status_t status;
+
+    if (carrier->send.buffer == &ucp_proto_spec_dead_carrier) {
+        ucp_send_request_id_release(carrier);
+        ucp_request_put(carrier);
+        return UCS_OK;
+    }
+
+    status = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR, ucp_proto_spec_rtr_pack,
+                              sizeof(ucp_proto_spec_rtr_hdr_t) +
+                              ucp_rkey_packed_size(context,
+                                                   sr->rreq->recv.state.dt.contig.md_map,
+                                                   UCS_SYS_DEVICE_ID_UNKNOWN,
+                                                   0));
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return status;
+    }
+
+    if (status != UCS_OK) {
+        /* the endpoint is failing: its purge releases the RTR */
+        ucs_diag("spec: RTR to %s failed: %s",
+                 ucp_ep_peer_name(carrier->send.ep), ucs_status_string(status));
+    }
+
+    sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
+    return UCS_OK;
+}
+
+static void ucp_proto_spec_rreq_free(ucp_proto_spec_worker_t *spec,
+                                     ucp_proto_spec_rreq_t *sr)
+{
+    ucs_assert(!(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
+    if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+        ucs_list_del(&sr->cancel_list);
+    }
+
+    sr->rreq->recv.spec = NULL;
+    ucs_free(sr);
+}
+
+/* The RTR is dead at the sender, or never left: release what it held.  With
+ * id_released the carrier's id is already gone (endpoint purge). */
+static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
+                                       ucp_proto_spec_rreq_t *sr,
+                                       int id_released)
+{
+    ucp_request_t *carrier = sr->rtr_req;
+
+    ucs_assert(sr->flags & UCP_PROTO_SPEC_RREQ_RTR);
+
+    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
+        /* still queued on the lane: its progress frees it */
+        ucs_assert(!id_released);
+        ucp_request_reset_super(carrier);
+        carrier->send.buffer = &ucp_proto_spec_dead_carrier;
+    } else {
+        if (!id_released) {
+            ucp_send_request_id_release(carrier);
+        }
+        ucp_request_put(carrier);
+    }
+
+    ucp_request_recv_buffer_dereg(sr->rreq);
+    --sr->env->rtr_count;
+    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
+        --sr->env->revokes;
+    }
+
+    sr->rtr_req = NULL;
+    sr->flags  &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
+                    UCP_PROTO_SPEC_RREQ_REVOKING);
+}
+
+void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
+{
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    ucp_proto_spec_rx_env_t *env;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_request_t *carrier;
+    ucs_status_t status;
+    ucp_ep_h ep;
+    int ahead;
+
+    rreq->recv.spec = NULL;
+    if (spec == NULL) {
+        return;
+    }
+
+    /* Sync sends, non-contiguous and non-host memory: ordinary path */
+    if (!UCP_DT_IS_CONTIG(rreq->recv.datatype) ||
+        !UCP_MEM_IS_HOST(rreq->recv.mem_type) ||
+        (rreq->flags & (UCP_REQUEST_FLAG_USER_MEMH |
+                        UCP_REQUEST_FLAG_OFFLOADED)) ||
+        !ucp_proto_spec_specific(spec, rreq->recv.tag.tag_mask)) {
+        return;
+    }
+
+    env = ucp_proto_spec_rx_env_get(spec, rreq->recv.tag.tag, 0);
+    if ((env == NULL) ||
+        (env->flags & (UCP_PROTO_SPEC_RX_STOPPED | UCP_PROTO_SPEC_RX_CONFLICT |
+                       UCP_PROTO_SPEC_RX_REVOKING))) {
+        return;
+    }
+
+    ep = ucp_proto_spec_rx_ep(spec, env);
+    if ((ep == NULL) ||
+        !ucp_proto_spec_predict_rndv(spec, ep, rreq->recv.length)) {
+        return;
+    }
+
+    ahead = ucp_proto_spec_count_ahead(spec, rreq, env);
+    if (ahead < 0) {
+        ++spec->cnt.blocked;
+        return;
+    }
+
+    /* Lives until the RTR is known dead or the ATP completes the receive.
+     * An empty map is right for transports without rkeys (CMA). */
+    status = ucp_request_recv_buffer_reg(rreq,
+                                         ucp_ep_config(ep)->key.rma_bw_md_map,
+                                         rreq->recv.length);
+    if (status != UCS_OK) {
+        ucp_request_recv_buffer_dereg(rreq);
+        return;
+    }
+
+    sr      = ucs_malloc(sizeof(*sr), "spec_rreq");
+    carrier = ucp_request_get(worker);
+    if ((sr == NULL) || (carrier == NULL)) {
+        ucs_free(sr);
+        if (carrier != NULL) {
+            ucp_request_put(carrier);
+        }
+        ucp_request_recv_buffer_dereg(rreq);
+        return;
+    }
+
+    sr->rreq    = rreq;
+    sr->rtr_req = carrier;
+    sr->env     = env;
+    sr->pos     = env->epoch | ((env->arrivals + ahead) &
+                                UCP_PROTO_SPEC_INDEX_MASK);
+    sr->flags   = UCP_PROTO_SPEC_RREQ_RTR;
+    rreq->recv.spec = sr;
+    ++env->rtr_count;
+
+    /* The carrier is what UCX's ATP handler finds by id and whose super
+     * request it completes, as for UCX's own RTR */
+    carrier->flags             = 0;
+    carrier->send.ep           = ep;
+    carrier->send.buffer       = sr;
+    carrier->send.rndv.mdesc   = NULL;
+    carrier->send.lane         = ucp_ep_get_am_lane(ep);
+    carrier->send.pending_lane = UCP_NULL_LANE;
+    carrier->send.uct.func     = ucp_proto_spec_progress_rtr;
+    ucp_request_send_state_reset(carrier, NULL,
+                                 UCP_REQUEST_SEND_PROTO_BCOPY_AM);
+    ucp_request_set_super(carrier, rreq);
+    ucp_send_request_id_alloc(carrier);
+
+    ++spec->cnt.rtr_sent;
+    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_SENT, 1);
+    ucp_trace_req(rreq, "spec: RTR pos 0x%" PRIx64 " to %s", sr->pos,
+                  ucp_ep_peer_name(ep));
+    ucp_request_send(carrier);
+}
+
+/* An RTS of a sender with speculation on: learn or check the envelope */
+static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
+                                       ucp_proto_spec_rx_env_t *env,
+                                       ucp_tag_t tag, const void *rts,
+                                       size_t rts_length)
+{
+    const ucp_rndv_rts_hdr_t *hdr = rts;
+    ucp_proto_spec_rts_trailer_t trailer;
+    uint64_t epoch, index;
+    unsigned flags;
+    ucp_ep_h old_ep;
+
+    if (rts_length < (sizeof(*hdr) + sizeof(trailer))) {
+        return;
+    }
+
+    memcpy(&trailer, UCS_PTR_BYTE_OFFSET(rts, rts_length - sizeof(trailer)),
+           sizeof(trailer));
+    if (trailer.magic != UCP_PROTO_SPEC_RTS_MAGIC) {
+        return; /* the sender has speculation off */
+    }
+
+    epoch = trailer.pos & UCP_PROTO_SPEC_POS_MASK & ~UCP_PROTO_SPEC_INDEX_MASK;
+    index = trailer.pos & UCP_PROTO_SPEC_INDEX_MASK;
+    flags = trailer.pos >> UCP_PROTO_SPEC_FLAGS_SHIFT;
+
+    if (env == NULL) {
+        env = ucp_proto_spec_rx_env_get(spec, tag, 1);
+        if (env == NULL) {
+            return;
+        }
+        env->ep_id = hdr->sreq.ep_id;
+        env->epoch = epoch;
+    } else if (env->ep_id != hdr->sreq.ep_id) {
+        if ((ucp_worker_get_ep_by_id(spec->worker, env->ep_id, &old_ep) ==
+             UCS_OK) && !(env->flags & UCP_PROTO_SPEC_RX_CONFLICT)) {
+            /* two senders, one tag: no index can be trusted any more */
+            ucs_diag("spec: tag 0x%" PRIx64 " sent by two endpoints; "
+                     "speculation stops for it (tags must name the sender)",
+                     env->tag);
+            env->flags |= UCP_PROTO_SPEC_RX_CONFLICT;
+            ++spec->cnt.conflicts;
+        }
+        env->ep_id = hdr->sreq.ep_id;
+        env->epoch = epoch;
+    } else if (env->epoch != epoch) {
+        /* the sender forgot the envelope; RTRs of the old epoch are dropped
+         * there, so just renumber */
+        env->epoch = epoch;
+    } else if ((env->arrivals != index) &&
+               !(env->flags & UCP_PROTO_SPEC_RX_CONFLICT)) {
+        ucs_diag("spec: tag 0x%" PRIx64 " message %" PRIu64 " arrived, %"
+                 PRIu64 " expected; speculation stops for it", env->tag,
+                 index, env->arrivals);
+        env->flags |= UCP_PROTO_SPEC_RX_CONFLICT;
+        ++spec->cnt.conflicts;
+    }
+
+    env->arrivals = index + 1;
+
+    if (flags & UCP_PROTO_SPEC_RTS_FLAG_STOP) {
+        env->flags |= UCP_PROTO_SPEC_RX_STOPPED;
+        ++spec->cnt.stop_recv;
+    }
+
+    if (flags & UCP_PROTO_SPEC_RTS_FLAG_RESUME) {
+        env->flags &= ~UCP_PROTO_SPEC_RX_STOPPED;
+        ++spec->cnt.resume_recv;
+    }
+}
+
+void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
+                                ucp_request_t *rreq, const void *rts,
+                                size_t rts_length)
+{
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_proto_spec_rx_env_t *env;
+
+    if (spec == NULL) {
+        return;
+    }
+
+    if ((rreq != NULL) && (rreq->recv.spec != NULL)) {
+        /* The message is this receive's match, so its index is the RTR's:
+         * the sender drops that RTR (Fig. 7 case 2, Fig. 10 case 2) */
+        sr = rreq->recv.spec;
+        if (sr->flags & UCP_PROTO_SPEC_RREQ_RTR) {
+            ++spec->cnt.rtr_dead;
+            ucp_proto_spec_rtr_release(spec, sr, 0);
+        }
+        if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+            ++spec->cnt.cancel_failed;
+        }
+        ucp_proto_spec_rreq_free(spec, sr);
+    }
+
+    env = ucp_proto_spec_rx_env_get(spec, tag, 0);
+    if (rts != NULL) {
+        ucp_proto_spec_rts_arrived(spec, env, tag, rts, rts_length);
+    } else if (env != NULL) {
+        ++env->arrivals;
+    }
+}
+
+ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
+                                            size_t length, unsigned flags)
+{
+    ucp_worker_h worker                     = arg;
+    ucp_proto_spec_worker_t *spec           = worker->spec;
+    const ucp_proto_spec_rtr_ack_hdr_t *hdr = data;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_request_t *carrier, *rreq;
+
+    UCP_SEND_REQUEST_GET_BY_ID(&carrier, worker, hdr->rreq_id, 0,
+                               return UCS_OK, "SPEC_RTR_ACK %p", hdr);
+
+    sr = carrier->send.buffer;
+    if ((spec == NULL) || (sr == NULL) ||
+        (sr == (void*)&ucp_proto_spec_dead_carrier)) {
+        ucs_error("spec: RTR-ACK 0x%" PRIx64 " for a receive that has gone",
+                  hdr->rreq_id);
+        return UCS_OK;
+    }
+
+    rreq = sr->rreq;
+    if (!ucp_tag_exp_remove(&worker->tm, rreq)) {
+        ucs_error("spec: RTR-ACK for receive %p that is not posted", rreq);
+        return UCS_OK;
+    }
+
+    rreq->recv.tag.info.sender_tag = hdr->tag;
+    rreq->recv.tag.info.length     = hdr->length;
+    rreq->status                   = UCS_OK;
+    rreq->recv.remaining           = hdr->length;
+
+    /* The RTR-ACK stands for the message in the envelope's order */
+    ++sr->env->arrivals;
+    --sr->env->rtr_count;
+    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
+        /* taken before the revoke reached the sender: a cancel ahead fails */
+        --sr->env->revokes;
+        sr->env->flags |= UCP_PROTO_SPEC_RX_TAKEN;
+    }
+    if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+        ++spec->cnt.cancel_failed;
+    }
+
+    sr->flags           &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
+                             UCP_PROTO_SPEC_RREQ_REVOKING);
+    carrier->send.buffer = NULL; /* UCX's ATP or purge finishes the carrier */
+    ucp_proto_spec_rreq_free(spec, sr);
+    ++spec->cnt.rtr_ack_recv;
+    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_ACKS, 1);
+    ucp_trace_req(rreq, "spec: RTR taken, length %" PRIu64, hdr->length);
+    return UCS_OK;
+}
+
+/* All REVOKE-ACKs of the envelope are in: no RTR behind the cancelled
+ * receives can be used any more, unless one was taken meanwhile, in which
+ * case the cancels fail (the receives stay posted, MPI allows it) */
+static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
+                                          ucp_proto_spec_rx_env_t *env)
+{
+    int taken = !!(env->flags & UCP_PROTO_SPEC_RX_TAKEN);
+    ucp_proto_spec_rreq_t *sr, *tmp;
+    ucp_request_t *rreq;
+
+    env->flags &= ~(UCP_PROTO_SPEC_RX_REVOKING | UCP_PROTO_SPEC_RX_TAKEN);
+    ucs_list_for_each_safe(sr, tmp, &env->cancels, cancel_list) {
+        rreq = sr->rreq;
+        ucs_assert(!(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
+        ucp_proto_spec_rreq_free(spec, sr);
+        if (taken) {
+            ++spec->cnt.cancel_failed;
+        } else if (ucp_tag_exp_remove(&spec->worker->tm, rreq)) {
+            ucp_request_complete_tag_recv(rreq, UCS_ERR_CANCELED);
+        }
+    }
+}
+
+ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
+                                               size_t length, unsigned flags)
+{
+    ucp_worker_h worker                        = arg;
+    ucp_proto_spec_worker_t *spec              = worker->spec;
+    const ucp_proto_spec_revoke_ack_hdr_t *hdr = data;
+    ucp_proto_spec_rx_env_t *env;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_request_t *carrier;
+
+    if (spec == NULL) {
+        return UCS_OK;
+    }
+
+    ++spec->cnt.revoke_ack_recv;
+    if ((ucp_send_request_get_by_id(worker, hdr->rreq_id, &carrier, 0) ==
+         UCS_OK) &&
+        (carrier->send.uct.func == ucp_proto_spec_progress_rtr) &&
+        (carrier->send.buffer != NULL) &&
+        (carrier->send.buffer != &ucp_proto_spec_dead_carrier)) {
+        sr = carrier->send.buffer;
+        if ((sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) &&
+            (sr->pos == hdr->pos) && (sr->env->tag == hdr->tag)) {
+            ucp_proto_spec_rtr_release(spec, sr, 0);
+            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+                ucp_proto_spec_rreq_free(spec, sr);
+            }
+        }
+    }
+
+    env = ucp_proto_spec_rx_env_get(spec, hdr->tag, 0);
+    if ((env != NULL) && (env->revokes == 0) &&
+        (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
+        ucp_proto_spec_finish_cancels(spec, env);
+    }
+
+    return UCS_OK;
+}
+
+int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
+{
+    ucp_proto_spec_worker_t *spec  = worker->spec;
+    ucp_tag_match_t *tm            = &worker->tm;
+    ucp_request_queue_t *queues[2] = {
+        ucp_tag_exp_get_queue_for_tag(tm, rreq->recv.tag.tag),
+        &tm->expected.wildcard
+    };
+    ucp_proto_spec_revoke_hdr_t revoke;
+    ucp_proto_spec_rx_env_t *env;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_request_t *req;
+    unsigned i;
+
+    /* Only a fully specified receive can have RTRs behind it (a wildcard
+     * ahead blocks them) */
+    if ((spec == NULL) ||
+        !ucp_proto_spec_specific(spec, rreq->recv.tag.tag_mask)) {
+        return 0;
+    }
+
+    sr = rreq->recv.spec;
+    if ((sr != NULL) && (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+        return 1; /* already waiting */
+    }
+
+    env = ucp_proto_spec_rx_env_get(spec, rreq->recv.tag.tag, 0);
+    if ((env == NULL) || (env->rtr_count == 0)) {
+        ucs_assert((sr == NULL) || !(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
+        return 0;
+    }
+
+    /* Every RTR of this receive and of the receives behind it counted this
+     * receive; once it is gone their indices are wrong.  Revoke them. */
+    for (i = 0; i < ucs_static_array_size(queues); ++i) {
+        ucs_queue_for_each(req, &queues[i]->queue, recv.queue) {
+            sr = req->recv.spec;
+            if ((sr == NULL) || (sr->env != env) ||
+                (req->recv.tag.sn < rreq->recv.tag.sn) ||
+                !(sr->flags & UCP_PROTO_SPEC_RREQ_RTR) ||
+                (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
+                continue;
+            }
+
+            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
+                ucp_proto_spec_rtr_release(spec, sr, 0);
+                if ((req != rreq) && !(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+                    ucp_proto_spec_rreq_free(spec, sr);
+                }
+                continue;
+            }
+
+            revoke.ep_id   = ucp_ep_remote_id(sr->rtr_req->send.ep);
+            revoke.rreq_id = ucp_send_request_get_id(sr->rtr_req);
+            revoke.tag     = env->tag;
+            revoke.pos     = sr->pos;
+            if (ucp_proto_spec_ctl_send(sr->rtr_req->send.ep,
+                                        UCP_AM_ID_SPEC_REVOKE, &revoke,
+                                        sizeof(revoke)) != UCS_OK) {
+                ucs_fatal("spec: cannot send REVOKE, receive %p cannot be "
+                          "cancelled safely", rreq);
+            }
+
+            sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
+            ++env->revokes;
+            ++spec->cnt.revoke_sent;
+        }
+    }
+
+    sr = rreq->recv.spec;
+    if (env->revokes == 0) {
+        /* nothing had left: the ordinary cancel is safe */
+        if (sr != NULL) {
+            ucp_proto_spec_rreq_free(spec, sr);
+        }
+        return 0;
+    }
+
+    if (sr == NULL) {
+        sr = ucs_calloc(1, sizeof(*sr), "spec_rreq");
+        if (sr == NULL) {
+            ucs_fatal("spec: no memory to defer the cancel of %p", rreq);
+        }
+        sr->rreq        = rreq;
+        sr->env         = env;
+        rreq->recv.spec = sr;
+    }
+
+    sr->flags  |= UCP_PROTO_SPEC_RREQ_CANCEL;
+    env->flags |= UCP_PROTO_SPEC_RX_REVOKING;
+    ucs_list_add_tail(&env->cancels, &sr->cancel_list);
+    ++spec->cnt.cancel_deferred;
+    ucp_trace_req(rreq, "spec: cancel waits for %u revokes", env->revokes);
+    return 1;
+}
+
+int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
+{
+    ucp_proto_spec_worker_t *spec;
+    ucp_proto_spec_rreq_t *sr;
+    ucp_proto_spec_rx_env_t *env;
+
+    if (req->send.uct.func != ucp_proto_spec_progress_rtr) {
+        return 0;
+    }
+
+    if (req->send.buffer == &ucp_proto_spec_dead_carrier) {
+        ucp_request_put(req);
+        return 1;
+    }
+
+    sr = req->send.buffer;
+    if (sr == NULL) {
+        return 0; /* taken: UCX fails the receive as for its own RTR */
+    }
+
+    /* The peer is gone with the RTR: the receive stays posted for another
+     * sender, as a stock UCX receive would */
+    spec = req->send.ep->worker->spec;
+    env  = sr->env;
+    ucs_debug("spec: RTR of receive %p dropped with its endpoint: %s",
+              sr->rreq, ucs_status_string(status));
+    sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
+    ucp_proto_spec_rtr_release(spec, sr, 1);
+    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+        ucp_proto_spec_rreq_free(spec, sr);
+    }
+
+    if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
+        ucp_proto_spec_finish_cancels(spec, env);
+    }
+
+    return 1;
+}

@@ -1,0 +1,368 @@
+/**
+ * ucx-spec: speculative rendezvous, sender side.
+ *
+ * Every tag send of an envelope (endpoint, tag) takes the next index.  An RTR
+ * names the index of the send its receive will match, so the sender uses it
+ * for that send and no other:
+ *  - RTR for a send already gone with an RTS: the two crossed (paper Fig. 7
+ *    case 2); dropped.  The receiver takes the RTS as usual.
+ *  - RTR for a send already gone eager: the receiver mispredicted (Fig. 10);
+ *    dropped.  This replaces the paper's Eager-flag and its stop/resume
+ *    handshake, which exist only because the paper cannot tell whose RTR it is.
+ *  - RTR for a send not posted yet: queued; the send finds it (Fig. 3).
+ * A send that takes an RTR sends RTR-ACK first (Fig. 8 case 1), puts the data
+ * through UCX's own RTR path and finishes with UCX's ATP.
+ *
+ * Deadlock freedom (§3.4): a rendezvous send either finds its RTR or sends an
+ * RTS, and the receiver always serves an RTS; dropping an RTR is always safe.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_int.h"
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/core/ucp_worker.inl>
+#include <ucp/rndv/rndv.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <inttypes.h>
+
+
+static uint64_t ucp_proto_spec_tx_pos(const ucp_proto_spec_tx_env_t *env)
+{
+    return env->epoch | (env->next & UCP_PROTO_SPEC_INDEX_MASK);
+}
+
+/* Can this send take an RTR at all?  Otherwise it goes the ordinary way */
+static int ucp_proto_spec_send_fits(const ucp_request_t *sreq)
+{
+    const ucp_ep_config_t *config = ucp_ep_config(sreq->send.ep);
+    const ucp_ep_rndv_zcopy_config_t *put_zcopy = &config->rndv.put_zcopy;
+
+    return !(sreq->flags & (UCP_REQUEST_FLAG_SYNC | UCP_REQUEST_FLAG_OFFLOADED)) &&
+           UCP_DT_IS_CONTIG(sreq->send.datatype) &&
+           UCP_MEM_IS_HOST(sreq->send.mem_type) &&
+           (put_zcopy->lanes[0] != UCP_NULL_LANE) &&
+           (sreq->send.length >= put_zcopy->min) &&
+           ((sreq->send.length <= put_zcopy->max) || put_zcopy->split);
+}
+
+/* §3.6: judge the RTR usage factor before sending an RTS; re-probe after an
+ * exponential back-off (beyond the paper) */
+static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
+                                     ucp_proto_spec_tx_env_t *env)
+{
+    const ucp_proto_spec_config_t *config = &spec->config;
+    unsigned flags                        = 0;
+
+    if (env->flags & UCP_PROTO_SPEC_TX_STOPPED) {
+        if (++env->stopped_sends < env->backoff) {
+            return 0;
+        }
+
+        env->flags        &= ~UCP_PROTO_SPEC_TX_STOPPED;
+        env->stopped_sends = 0;
+        env->rtr_recv      = env->rtr_used = 0;
+        env->backoff       = ucs_min(env->backoff * 2,
+                                     config->adapt_backoff_max);
+        ++spec->cnt.resume_sent;
+        UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RESUME, 1);
+        return UCP_PROTO_SPEC_RTS_FLAG_RESUME;
+    }
+
+    if ((config->adapt_thresh > 0) &&
+        (env->rtr_recv >= config->adapt_min_sample)) {
+        if (env->rtr_used < (config->adapt_thresh * env->rtr_recv)) {
+            env->flags        |= UCP_PROTO_SPEC_TX_STOPPED;
+            env->stopped_sends = 0;
+            ucp_proto_spec_tx_env_drop_upto(spec, env,
+                                            UCP_PROTO_SPEC_POS_MASK);
+            flags = UCP_PROTO_SPEC_RTS_FLAG_STOP;
+            ++spec->cnt.stop_sent;
+            UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_STOP, 1);
+        } else {
+            /* a good window: start a new one, and forgive past stops */
+            env->backoff = config->adapt_backoff;
+        }
+        env->rtr_recv = env->rtr_used = 0;
+    }
+
+    return flags;
+}
+
+/* Runs from the caller's ucp_request_send(), right after the hook chose the
+ * RTR: hand the request to UCX's RTR handler, which sets up the put and the
+ * ATP exactly as for a UCX rendezvous with a receiver-sent RTR */
+static ucs_status_t ucp_proto_spec_progress_rtr_put(uct_pending_req_t *self)
+{
+    ucp_request_t *sreq = ucs_container_of(self, ucp_request_t, send.uct);
+    ucp_worker_h worker = sreq->send.ep->worker;
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+    ucp_rndv_rtr_hdr_t *hdr;
+    size_t length;
+
+    env = ucp_proto_spec_tx_env_get(spec, sreq->send.ep,
+                                    sreq->send.msg_proto.tag, 0);
+    ucs_assert_always(env != NULL);
+    entry = ucp_proto_spec_tx_env_find(env, sreq->send.spec_pos);
+    ucs_assert_always(entry != NULL);
+
+    length       = sizeof(*hdr) + entry->rkey_length;
+    hdr          = ucs_alloca(length);
+    hdr->sreq_id = ucp_send_request_get_id(sreq);
+    hdr->rreq_id = entry->rreq_id;
+    hdr->address = entry->address;
+    hdr->size    = sreq->send.length; /* the receive may be larger */
+    hdr->offset  = 0;
+    memcpy(hdr + 1, entry->rkey, entry->rkey_length);
+
+    ucs_list_del(&entry->list);
+    --env->rtrq_length;
+    ucs_free(entry);
+
+    ucp_am_handlers[UCP_AM_ID_RNDV_RTR]->cb(worker, hdr, length, 0);
+    return UCS_OK;
+}
+
+int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
+{
+    ucp_ep_h ep                   = sreq->send.ep;
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_proto_spec_rtr_ack_hdr_t ack;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+    uint64_t pos;
+
+    if (spec == NULL) {
+        return 0;
+    }
+
+    env = ucp_proto_spec_tx_env_get(spec, ep, sreq->send.msg_proto.tag, 0);
+    if ((env == NULL) || !(env->flags & UCP_PROTO_SPEC_TX_STOPPED)) {
+        /* §3.2.2: let an RTR that already arrived surface */
+        ucp_proto_spec_early_progress(spec);
+    }
+
+    /* After the pass: callbacks in it may have sent on this envelope */
+    env = ucp_proto_spec_tx_env_get(spec, ep, sreq->send.msg_proto.tag, 1);
+    if (env == NULL) {
+        sreq->send.spec_pos = 0;
+        return 0;
+    }
+
+    pos                 = ucp_proto_spec_tx_pos(env);
+    sreq->send.spec_pos = pos;
+    env->rndv_mark      = env->next + 1;
+
+    /* RTRs for earlier sends can never be used now */
+    if (pos > env->epoch) {
+        ucp_proto_spec_tx_env_drop_upto(spec, env, pos - 1);
+    }
+
+    entry = ucp_proto_spec_tx_env_find(env, pos);
+    if (entry == NULL) {
+        goto out_rts;
+    }
+
+    if ((entry->length < sreq->send.length) || !ucp_proto_spec_send_fits(sreq)) {
+        /* a short receive buffer is truncation: the RTS path reports it */
+        ++spec->cnt.rtr_drop_unfit;
+        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
+        goto out_rts;
+    }
+
+    ack.rreq_id = entry->rreq_id;
+    ack.tag     = sreq->send.msg_proto.tag;
+    ack.length  = sreq->send.length;
+    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, &ack,
+                                sizeof(ack)) != UCS_OK) {
+        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
+        goto out_rts;
+    }
+
+    ++env->rtr_used;
+    ++spec->cnt.rtr_used;
+    ++spec->cnt.rtr_ack_sent;
+    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_USED, 1);
+    ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
+                  pos, entry->rreq_id);
+    sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
+    return 1;
+
+out_rts:
+    sreq->send.spec_pos |= (uint64_t)ucp_proto_spec_adapt(spec, env)
+                           << UCP_PROTO_SPEC_FLAGS_SHIFT;
+    return 0;
+}
+
+size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length)
+{
+    ucp_proto_spec_worker_t *spec = sreq->send.ep->worker->spec;
+    ucp_proto_spec_rts_trailer_t trailer;
+
+    UCS_STATIC_ASSERT(sizeof(trailer) == UCP_PROTO_SPEC_RTS_TRAILER_SIZE);
+
+    if ((spec == NULL) || (sreq->send.spec_pos == 0)) {
+        return length;
+    }
+
+    trailer.pos      = sreq->send.spec_pos;
+    trailer.magic    = UCP_PROTO_SPEC_RTS_MAGIC;
+    trailer.reserved = 0;
+    memcpy(UCS_PTR_BYTE_OFFSET(rts, length), &trailer, sizeof(trailer));
+    ++spec->cnt.rts_trailer_sent;
+    return length + sizeof(trailer);
+}
+
+void ucp_proto_spec_send_done(ucp_ep_h ep, ucp_tag_t tag, ucs_status_ptr_t ret)
+{
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_proto_spec_tx_env_t *env;
+    uint64_t bit;
+
+    if ((spec == NULL) || UCS_PTR_IS_ERR(ret)) {
+        return; /* nothing left: the send takes no index */
+    }
+
+    env = ucp_proto_spec_tx_env_get(spec, ep, tag, 1);
+    if (env == NULL) {
+        return;
+    }
+
+    bit = UCS_BIT(env->next % 64);
+    if (env->rndv_mark == env->next + 1) {
+        env->rndv_bits |= bit;
+    } else {
+        env->rndv_bits &= ~bit;
+        /* an eager send: an RTR queued for it was a misprediction */
+        ucp_proto_spec_tx_env_drop_upto(spec, env, ucp_proto_spec_tx_pos(env));
+    }
+
+    env->rndv_mark = 0;
+    ++env->next;
+}
+
+/* Why an RTR for an index already sent is dead, for the counters */
+static void ucp_proto_spec_count_late_rtr(ucp_proto_spec_worker_t *spec,
+                                          const ucp_proto_spec_tx_env_t *env,
+                                          uint64_t index)
+{
+    if ((env->next - index) > 64) {
+        ++spec->cnt.rtr_drop_stale;
+    } else if (env->rndv_bits & UCS_BIT(index % 64)) {
+        ++spec->cnt.rtr_drop_crossed;
+    } else {
+        ++spec->cnt.rtr_drop_eager;
+    }
+}
+
+ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
+                                        unsigned flags)
+{
+    ucp_worker_h worker                = arg;
+    ucp_proto_spec_worker_t *spec      = worker->spec;
+    const ucp_proto_spec_rtr_hdr_t *hdr = data;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+    size_t rkey_length;
+    uint64_t index;
+    ucp_ep_h ep;
+
+    if (spec == NULL) {
+        return UCS_OK; /* a peer with speculation on, we with it off */
+    }
+
+    ++spec->cnt.rtr_recv;
+    UCP_WORKER_GET_VALID_EP_BY_ID(&ep, worker, hdr->ep_id,
+                                  { ++spec->cnt.rtr_drop_stale; return UCS_OK; },
+                                  "SPEC_RTR");
+
+    env = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 1);
+    if (env == NULL) {
+        ++spec->cnt.rtr_drop_overflow;
+        return UCS_OK;
+    }
+
+    index = hdr->pos & UCP_PROTO_SPEC_INDEX_MASK;
+    if ((hdr->pos & ~UCP_PROTO_SPEC_INDEX_MASK) != env->epoch) {
+        ++spec->cnt.rtr_drop_stale;
+        return UCS_OK;
+    }
+
+    if (env->flags & UCP_PROTO_SPEC_TX_STOPPED) {
+        ++spec->cnt.rtr_drop_stopped;
+        return UCS_OK;
+    }
+
+    ++env->rtr_recv;
+    if (index < env->next) {
+        ucp_proto_spec_count_late_rtr(spec, env, index);
+        return UCS_OK;
+    }
+
+    if (env->rtrq_length >= spec->config.rtr_queue_max) {
+        ++spec->cnt.rtr_drop_overflow;
+        return UCS_OK;
+    }
+
+    rkey_length = length - sizeof(*hdr);
+    entry       = ucs_malloc(sizeof(*entry) + rkey_length, "spec_rtrq");
+    if (entry == NULL) {
+        ++spec->cnt.rtr_drop_overflow;
+        return UCS_OK;
+    }
+
+    entry->pos         = hdr->pos;
+    entry->rreq_id     = hdr->rreq_id;
+    entry->address     = hdr->address;
+    entry->length      = hdr->length;
+    entry->rkey_length = rkey_length;
+    memcpy(entry->rkey, hdr + 1, rkey_length);
+    ucs_list_add_tail(&env->rtrq, &entry->list);
+    ++env->rtrq_length;
+    return UCS_OK;
+}
+
+ucs_status_t ucp_proto_spec_revoke_handler(void *arg, void *data,
+                                           size_t length, unsigned flags)
+{
+    ucp_worker_h worker                    = arg;
+    ucp_proto_spec_worker_t *spec          = worker->spec;
+    const ucp_proto_spec_revoke_hdr_t *hdr = data;
+    ucp_proto_spec_revoke_ack_hdr_t ack;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+    ucp_ep_h ep;
+
+    UCP_WORKER_GET_VALID_EP_BY_ID(&ep, worker, hdr->ep_id, return UCS_OK,
+                                  "SPEC_REVOKE");
+
+    /* The RTR arrived before this on the same lane: it is queued, used (its
+     * RTR-ACK is already on the way back) or dropped.  After this, dead. */
+    if (spec != NULL) {
+        env = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 0);
+        if (env != NULL) {
+            entry = ucp_proto_spec_tx_env_find(env, hdr->pos);
+            if (entry != NULL) {
+                ucs_list_del(&entry->list);
+                --env->rtrq_length;
+                ucs_free(entry);
+            }
+        }
+    }
+
+    ack.rreq_id = hdr->rreq_id;
+    ack.tag     = hdr->tag;
+    ack.pos     = hdr->pos;
+    ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_REVOKE_ACK, &ack, sizeof(ack));
+    return UCS_OK;
+}

@@ -1,0 +1,351 @@
+/**
+ * ucx-spec: speculative rendezvous, worker life cycle, active message ids and
+ * the control-message sender shared by both sides.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_int.h"
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/proto_am.inl>
+#include <ucs/config/parser.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+
+#ifdef ENABLE_STATS
+static ucs_stats_class_t ucp_proto_spec_stats_class = {
+    .name          = "ucp_spec",
+    .num_counters  = UCP_PROTO_SPEC_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [UCP_PROTO_SPEC_STAT_RTR_SENT]    = "rtr_sent",
+        [UCP_PROTO_SPEC_STAT_RTR_USED]    = "rtr_used",
+        [UCP_PROTO_SPEC_STAT_RTR_DROPPED] = "rtr_dropped",
+        [UCP_PROTO_SPEC_STAT_ACKS]        = "acks",
+        [UCP_PROTO_SPEC_STAT_STOP]        = "stop_rtr",
+        [UCP_PROTO_SPEC_STAT_RESUME]      = "resume_rtr"
+    }
+};
+#endif
+
+
+ucp_proto_spec_worker_t *ucp_proto_spec_get(ucp_worker_h worker)
+{
+    return worker->spec;
+}
+
+/* Whether UCX_SPEC_RNDV and the context allow speculation at all; the
+ * per-endpoint conditions (put lanes, no tag offload) are checked per RTR */
+static int ucp_proto_spec_enabled(ucp_context_h context,
+                                  const ucp_proto_spec_config_t *config,
+                                  uint64_t sender_mask)
+{
+    if (config->rndv == UCS_NO) {
+        return 0;
+    }
+
+    if (context->config.ext.proto_enable) {
+        ucs_diag("spec: speculative rendezvous needs UCX_PROTO_ENABLE=n");
+        return 0;
+    }
+
+    if ((context->config.ext.rndv_mode != UCP_RNDV_MODE_AUTO) &&
+        (context->config.ext.rndv_mode != UCP_RNDV_MODE_PUT_ZCOPY)) {
+        ucs_diag("spec: speculative rendezvous needs UCX_RNDV_SCHEME=auto or "
+                 "put_zcopy");
+        return 0;
+    }
+
+    if ((config->rndv == UCS_AUTO) && (sender_mask == 0)) {
+        ucs_debug("spec: off, no tag sender mask (UCX_SPEC_SENDER_MASK)");
+        return 0;
+    }
+
+    return 1;
+}
+
+void ucp_proto_spec_worker_init(ucp_worker_h worker)
+{
+    ucp_context_h context = worker->context;
+    ucp_proto_spec_worker_t *spec;
+    uint64_t sender_mask;
+    ucs_status_t status;
+
+    worker->spec = NULL;
+    if (!(context->config.features & UCP_FEATURE_TAG)) {
+        return;
+    }
+
+    spec = ucs_calloc(1, sizeof(*spec), "ucp_proto_spec_worker");
+    if (spec == NULL) {
+        ucs_warn("spec: no memory, speculative rendezvous is off");
+        return;
+    }
+
+    status = ucs_config_parser_fill_opts(&spec->config,
+                                         ucp_proto_spec_config_table,
+                                         context->config.env_prefix, "SPEC_",
+                                         0);
+    if (status != UCS_OK) {
+        ucs_error("spec: invalid UCX_SPEC_* configuration, speculative "
+                  "rendezvous is off");
+        goto err_free;
+    }
+
+    sender_mask = (spec->config.sender_mask == UCP_PROTO_SPEC_MASK_AUTO) ?
+                  context->config.tag_sender_mask : spec->config.sender_mask;
+    if (!ucp_proto_spec_enabled(context, &spec->config, sender_mask)) {
+        goto err_release;
+    }
+
+    if ((spec->config.adapt_thresh < 0) || (spec->config.adapt_thresh > 1) ||
+        (spec->config.env_max == 0) || (spec->config.adapt_backoff == 0) ||
+        (spec->config.adapt_backoff_max < spec->config.adapt_backoff)) {
+        ucs_error("spec: UCX_SPEC_ADAPT_THRESH must be in [0,1], "
+                  "UCX_SPEC_ENV_MAX and UCX_SPEC_ADAPT_BACKOFF positive and "
+                  "UCX_SPEC_ADAPT_BACKOFF_MAX >= UCX_SPEC_ADAPT_BACKOFF; "
+                  "speculative rendezvous is off");
+        goto err_release;
+    }
+
+    if (spec->config.ignore_mask == UCP_PROTO_SPEC_MASK_AUTO) {
+        spec->config.ignore_mask = 0;
+    }
+
+    status = UCS_STATS_NODE_ALLOC(&spec->stats, &ucp_proto_spec_stats_class,
+                                  worker->stats, "");
+    if (status != UCS_OK) {
+        goto err_release;
+    }
+
+    spec->worker     = worker;
+    spec->env_mask   = ~spec->config.ignore_mask;
+    spec->next_epoch = ucs_generate_uuid((uintptr_t)worker);
+    kh_init_inplace(ucp_proto_spec_tx, &spec->tx);
+    kh_init_inplace(ucp_proto_spec_rx, &spec->rx);
+    ucs_list_head_init(&spec->tx_lru);
+    ucs_list_head_init(&spec->rx_lru);
+    worker->spec = spec;
+    ucs_debug("spec: worker %p speculative rendezvous on, sender mask 0x%"
+              PRIx64 " ignore mask 0x%" PRIx64, worker, sender_mask,
+              spec->config.ignore_mask);
+    return;
+
+err_release:
+    ucs_config_parser_release_opts(&spec->config, ucp_proto_spec_config_table);
+err_free:
+    ucs_free(spec);
+}
+
+static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
+{
+    const ucp_proto_spec_counters_t *c = &spec->cnt;
+
+    /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
+    fprintf(stderr, "[%s] ucx-spec: worker %p rtr sent %" PRIu64 " received %" PRIu64
+              " used %" PRIu64 " dropped crossed %" PRIu64 " eager %" PRIu64
+              " stale %" PRIu64 " stopped %" PRIu64 " unfit %" PRIu64
+              " overflow %" PRIu64 " dead %" PRIu64 "; rtr-ack sent %" PRIu64
+              " received %" PRIu64 "; stop %" PRIu64 "/%" PRIu64
+              " resume %" PRIu64 "/%" PRIu64 " (sent/received); revoke %"
+              PRIu64 "; cancel deferred %" PRIu64 " failed %" PRIu64
+              "; conflicts %" PRIu64 "; blocked %" PRIu64
+              "; early progress %" PRIu64 "\n",
+              ucs_get_host_name(), spec->worker, c->rtr_sent, c->rtr_recv, c->rtr_used,
+              c->rtr_drop_crossed, c->rtr_drop_eager, c->rtr_drop_stale,
+              c->rtr_drop_stopped, c->rtr_drop_unfit, c->rtr_drop_overflow,
+              c->rtr_dead, c->rtr_ack_sent, c->rtr_ack_recv, c->stop_sent,
+              c->stop_recv, c->resume_sent, c->resume_recv, c->revoke_sent,
+              c->cancel_deferred, c->cancel_failed, c->conflicts, c->blocked,
+              c->early_progress);
+}
+
+void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
+{
+    ucp_proto_spec_worker_t *spec = worker->spec;
+
+    if (spec == NULL) {
+        return;
+    }
+
+    if (spec->config.report) {
+        ucp_proto_spec_report(spec);
+    }
+
+    ucp_proto_spec_env_cleanup(spec);
+    UCS_STATS_NODE_FREE(spec->stats);
+    ucs_config_parser_release_opts(&spec->config, ucp_proto_spec_config_table);
+    ucs_free(spec);
+    worker->spec = NULL;
+}
+
+void ucp_proto_spec_ep_cleanup(ucp_ep_h ep)
+{
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_proto_spec_tx_env_t *env, *tmp;
+
+    if (spec == NULL) {
+        return;
+    }
+
+    /* A later endpoint at the same address must not find this one's RTRs */
+    ucs_list_for_each_safe(env, tmp, &spec->tx_lru, lru) {
+        if (env->ep == ep) {
+            ucp_proto_spec_tx_env_remove(spec, env);
+        }
+    }
+}
+
+ucs_status_t ucp_proto_spec_worker_counters(ucp_worker_h worker,
+                                            ucp_proto_spec_counters_t *cnt)
+{
+    if (worker->spec == NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    *cnt = worker->spec->cnt;
+    return UCS_OK;
+}
+
+void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec)
+{
+    /* Not from inside a callback: UCP's progress is not re-entrant */
+    if (!spec->config.early_progress || spec->worker->inprogress) {
+        return;
+    }
+
+    ++spec->cnt.early_progress;
+    ucp_worker_progress(spec->worker);
+}
+
+
+/*
+ * Control messages (RTR-ACK, REVOKE, REVOKE-ACK) go on the endpoint's AM lane
+ * like UCX's own ATS and ATP, behind anything already pending there: the
+ * ordering the protocol relies on.
+ */
+typedef struct {
+    uint8_t am_id;
+    size_t  length;
+    uint8_t hdr[];
+} ucp_proto_spec_ctl_t;
+
+static size_t ucp_proto_spec_ctl_pack(void *dest, void *arg)
+{
+    ucp_request_t *req        = arg;
+    ucp_proto_spec_ctl_t *ctl = req->send.buffer;
+
+    memcpy(dest, ctl->hdr, ctl->length);
+    return ctl->length;
+}
+
+static ucs_status_t ucp_proto_spec_ctl_progress(uct_pending_req_t *self)
+{
+    ucp_request_t *req        = ucs_container_of(self, ucp_request_t, send.uct);
+    ucp_proto_spec_ctl_t *ctl = req->send.buffer;
+    ucs_status_t status;
+
+    status = ucp_do_am_single(self, ctl->am_id, ucp_proto_spec_ctl_pack,
+                              ctl->length);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return status;
+    }
+
+    if (status != UCS_OK) {
+        ucs_diag("spec: control message %u to %s failed: %s", ctl->am_id,
+                 ucp_ep_peer_name(req->send.ep), ucs_status_string(status));
+    }
+
+    ucs_free(ctl);
+    ucp_request_put(req);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
+                                     const void *hdr, size_t length)
+{
+    ucp_proto_spec_ctl_t *ctl;
+    ucp_request_t *req;
+
+    ucs_assert(length >= sizeof(uint64_t)); /* am_short takes a header word */
+
+    ctl = ucs_malloc(sizeof(*ctl) + length, "spec_ctl");
+    if (ctl == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    req = ucp_request_get(ep->worker);
+    if (req == NULL) {
+        ucs_free(ctl);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ctl->am_id  = am_id;
+    ctl->length = length;
+    memcpy(ctl->hdr, hdr, length);
+
+    req->flags             = 0;
+    req->send.ep           = ep;
+    req->send.buffer       = ctl;
+    req->send.lane         = ucp_ep_get_am_lane(ep);
+    req->send.pending_lane = UCP_NULL_LANE;
+    req->send.uct.func     = ucp_proto_spec_ctl_progress;
+    ucp_request_send_state_reset(req, NULL, UCP_REQUEST_SEND_PROTO_BCOPY_AM);
+    ucp_request_send(req);
+    return UCS_OK;
+}
+
+
+static void ucp_proto_spec_dump(ucp_worker_h worker, uct_am_trace_type_t type,
+                                uint8_t id, const void *data, size_t length,
+                                char *buffer, size_t max)
+{
+    const ucp_proto_spec_rtr_hdr_t *rtr            = data;
+    const ucp_proto_spec_rtr_ack_hdr_t *ack        = data;
+    const ucp_proto_spec_revoke_hdr_t *revoke      = data;
+    const ucp_proto_spec_revoke_ack_hdr_t *rev_ack = data;
+
+    switch (id) {
+    case UCP_AM_ID_SPEC_RTR:
+        snprintf(buffer, max, "SPEC_RTR tag %" PRIx64 " pos %" PRIx64
+                 " rreq_id 0x%" PRIx64 " addr 0x%" PRIx64 " len %" PRIu64,
+                 rtr->tag, rtr->pos, rtr->rreq_id, rtr->address, rtr->length);
+        break;
+    case UCP_AM_ID_SPEC_RTR_ACK:
+        snprintf(buffer, max, "SPEC_RTR_ACK rreq_id 0x%" PRIx64 " tag %"
+                 PRIx64 " len %" PRIu64, ack->rreq_id, ack->tag, ack->length);
+        break;
+    case UCP_AM_ID_SPEC_REVOKE:
+        snprintf(buffer, max, "SPEC_REVOKE tag %" PRIx64 " pos %" PRIx64
+                 " rreq_id 0x%" PRIx64, revoke->tag, revoke->pos,
+                 revoke->rreq_id);
+        break;
+    case UCP_AM_ID_SPEC_REVOKE_ACK:
+        snprintf(buffer, max, "SPEC_REVOKE_ACK rreq_id 0x%" PRIx64 " tag %"
+                 PRIx64 " pos %" PRIx64, rev_ack->rreq_id, rev_ack->tag,
+                 rev_ack->pos);
+        break;
+    default:
+        return;
+    }
+}
+
+/* TAG only: Open MPI asks for UCP_FEATURE_TAG alone */
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR, ucp_proto_spec_rtr_handler,
+              ucp_proto_spec_dump, 0);
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR_ACK,
+              ucp_proto_spec_rtr_ack_handler, ucp_proto_spec_dump, 0);
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE,
+              ucp_proto_spec_revoke_handler, ucp_proto_spec_dump, 0);
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE_ACK,
+              ucp_proto_spec_revoke_ack_handler, ucp_proto_spec_dump, 0);
