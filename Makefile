@@ -52,7 +52,7 @@ $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
 	    -I$(1)/ucx-1.13.1/src -o $$@ $$< \
 	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib \
 	    -L$(1)/prefix/lib/ucx -Wl,-rpath,$(1)/prefix/lib/ucx \
-	    -luct_specrdv -luct -lucs -lcmocka
+	    -luct_specrdv -lucp -luct -lucs -lcmocka
 endef
 $(eval $(call unit_rule,$(BUILD_DIR),))
 $(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))

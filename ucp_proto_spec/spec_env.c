@@ -193,6 +193,7 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
     }
 
     env->tag = tag;
+    ucs_list_head_init(&env->rtrs);
     ucs_list_head_init(&env->cancels);
     ucs_list_add_head(&spec->rx_lru, &env->lru);
     kh_val(&spec->rx, iter) = env;
@@ -215,6 +216,7 @@ void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec)
                      "and %u revokes outstanding", rx_env->tag,
                      rx_env->rtr_count, rx_env->revokes);
             rx_env->rtr_count = rx_env->revokes = 0;
+            ucs_list_head_init(&rx_env->rtrs);
             ucs_list_head_init(&rx_env->cancels);
         }
         ucp_proto_spec_rx_env_free(spec, rx_env);

@@ -166,6 +166,7 @@ typedef struct {
     uint64_t        arrivals;    /* messages arrived in this epoch */
     unsigned        flags;
     unsigned        rtr_count;   /* RTRs outstanding: they pin the entry */
+    ucs_list_link_t rtrs;        /* ucp_proto_spec_rreq_t with an RTR out */
     unsigned        revokes;     /* REVOKE-ACKs awaited */
     ucs_list_link_t cancels;     /* ucp_proto_spec_rreq_t waiting to cancel */
 } ucp_proto_spec_rx_env_t;
@@ -185,7 +186,8 @@ typedef struct ucp_proto_spec_rreq {
     ucp_proto_spec_rx_env_t *env;
     uint64_t                 pos;
     unsigned                 flags;
-    ucs_list_link_t          cancel_list;
+    ucs_list_link_t          rtr_list;     /* in env->rtrs while RTR */
+    ucs_list_link_t          cancel_list;  /* in env->cancels while CANCEL */
 } ucp_proto_spec_rreq_t;
 
 
@@ -262,8 +264,8 @@ ucp_proto_spec_worker_t *ucp_proto_spec_get(ucp_worker_h worker);
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
 
 /* spec_recv.c */
-void ucp_proto_spec_rreq_release(ucp_proto_spec_worker_t *spec,
-                                 ucp_proto_spec_rreq_t *sr);
+void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec,
+                                    ucp_ep_h ep);
 ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
                                             size_t length, unsigned flags);
 ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,

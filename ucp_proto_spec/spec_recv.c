@@ -259,6 +259,7 @@ static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
     }
 
     ucp_request_recv_buffer_dereg(sr->rreq);
+    ucs_list_del(&sr->rtr_list);
     --sr->env->rtr_count;
     if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
         --sr->env->revokes;
@@ -340,6 +341,7 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
                                 UCP_PROTO_SPEC_INDEX_MASK);
     sr->flags   = UCP_PROTO_SPEC_RREQ_RTR;
     rreq->recv.spec = sr;
+    ucs_list_add_tail(&env->rtrs, &sr->rtr_list);
     ++env->rtr_count;
 
     /* The carrier is what UCX's ATP handler finds by id and whose super
@@ -422,6 +424,8 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
     }
 
     env->arrivals = index + 1;
+    ucs_trace("spec: tag 0x%" PRIx64 " from ep id 0x%" PRIx64 " message %"
+              PRIu64, env->tag, env->ep_id, index);
 
     if (flags & UCP_PROTO_SPEC_RTS_FLAG_STOP) {
         env->flags |= UCP_PROTO_SPEC_RX_STOPPED;
@@ -501,6 +505,7 @@ ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
 
     /* The RTR-ACK stands for the message in the envelope's order */
     ++sr->env->arrivals;
+    ucs_list_del(&sr->rtr_list);
     --sr->env->rtr_count;
     if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
         /* taken before the revoke reached the sender: a cancel ahead fails */
@@ -552,31 +557,31 @@ ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
     const ucp_proto_spec_revoke_ack_hdr_t *hdr = data;
     ucp_proto_spec_rx_env_t *env;
     ucp_proto_spec_rreq_t *sr;
-    ucp_request_t *carrier;
 
     if (spec == NULL) {
         return UCS_OK;
     }
 
     ++spec->cnt.revoke_ack_recv;
-    if ((ucp_send_request_get_by_id(worker, hdr->rreq_id, &carrier, 0) ==
-         UCS_OK) &&
-        (carrier->send.uct.func == ucp_proto_spec_progress_rtr) &&
-        (carrier->send.buffer != NULL) &&
-        (carrier->send.buffer != &ucp_proto_spec_dead_carrier)) {
-        sr = carrier->send.buffer;
-        if ((sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) &&
-            (sr->pos == hdr->pos) && (sr->env->tag == hdr->tag)) {
+    env = ucp_proto_spec_rx_env_get(spec, hdr->tag, 0);
+    if (env == NULL) {
+        return UCS_OK;
+    }
+
+    /* By position, not by id: the RTR may have been taken or found dead
+     * meanwhile, and its id reused */
+    ucs_list_for_each(sr, &env->rtrs, rtr_list) {
+        if ((sr->pos == hdr->pos) &&
+            (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
             ucp_proto_spec_rtr_release(spec, sr, 0);
             if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
                 ucp_proto_spec_rreq_free(spec, sr);
             }
+            break;
         }
     }
 
-    env = ucp_proto_spec_rx_env_get(spec, hdr->tag, 0);
-    if ((env != NULL) && (env->revokes == 0) &&
-        (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
+    if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
         ucp_proto_spec_finish_cancels(spec, env);
     }
 
@@ -585,17 +590,11 @@ ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
 
 int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
 {
-    ucp_proto_spec_worker_t *spec  = worker->spec;
-    ucp_tag_match_t *tm            = &worker->tm;
-    ucp_request_queue_t *queues[2] = {
-        ucp_tag_exp_get_queue_for_tag(tm, rreq->recv.tag.tag),
-        &tm->expected.wildcard
-    };
+    ucp_proto_spec_worker_t *spec = worker->spec;
     ucp_proto_spec_revoke_hdr_t revoke;
+    ucp_proto_spec_rreq_t *sr, *tmp;
     ucp_proto_spec_rx_env_t *env;
-    ucp_proto_spec_rreq_t *sr;
-    ucp_request_t *req;
-    unsigned i;
+    ucp_request_t *carrier;
 
     /* Only a fully specified receive can have RTRs behind it (a wildcard
      * ahead blocks them) */
@@ -610,46 +609,42 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
     }
 
     env = ucp_proto_spec_rx_env_get(spec, rreq->recv.tag.tag, 0);
-    if ((env == NULL) || (env->rtr_count == 0)) {
-        ucs_assert((sr == NULL) || !(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
+    if (env == NULL) {
         return 0;
     }
 
     /* Every RTR of this receive and of the receives behind it counted this
      * receive; once it is gone their indices are wrong.  Revoke them. */
-    for (i = 0; i < ucs_static_array_size(queues); ++i) {
-        ucs_queue_for_each(req, &queues[i]->queue, recv.queue) {
-            sr = req->recv.spec;
-            if ((sr == NULL) || (sr->env != env) ||
-                (req->recv.tag.sn < rreq->recv.tag.sn) ||
-                !(sr->flags & UCP_PROTO_SPEC_RREQ_RTR) ||
-                (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
-                continue;
-            }
-
-            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
-                ucp_proto_spec_rtr_release(spec, sr, 0);
-                if ((req != rreq) && !(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
-                    ucp_proto_spec_rreq_free(spec, sr);
-                }
-                continue;
-            }
-
-            revoke.ep_id   = ucp_ep_remote_id(sr->rtr_req->send.ep);
-            revoke.rreq_id = ucp_send_request_get_id(sr->rtr_req);
-            revoke.tag     = env->tag;
-            revoke.pos     = sr->pos;
-            if (ucp_proto_spec_ctl_send(sr->rtr_req->send.ep,
-                                        UCP_AM_ID_SPEC_REVOKE, &revoke,
-                                        sizeof(revoke)) != UCS_OK) {
-                ucs_fatal("spec: cannot send REVOKE, receive %p cannot be "
-                          "cancelled safely", rreq);
-            }
-
-            sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
-            ++env->revokes;
-            ++spec->cnt.revoke_sent;
+    ucs_list_for_each_safe(sr, tmp, &env->rtrs, rtr_list) {
+        if ((sr->rreq->recv.tag.sn < rreq->recv.tag.sn) ||
+            (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
+            continue;
         }
+
+        if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
+            /* never left: nothing to ask the sender */
+            ucp_proto_spec_rtr_release(spec, sr, 0);
+            if ((sr->rreq != rreq) &&
+                !(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+                ucp_proto_spec_rreq_free(spec, sr);
+            }
+            continue;
+        }
+
+        carrier        = sr->rtr_req;
+        revoke.ep_id   = ucp_ep_remote_id(carrier->send.ep);
+        revoke.rreq_id = ucp_send_request_get_id(carrier);
+        revoke.tag     = env->tag;
+        revoke.pos     = sr->pos;
+        if (ucp_proto_spec_ctl_send(carrier->send.ep, UCP_AM_ID_SPEC_REVOKE,
+                                    &revoke, sizeof(revoke)) != UCS_OK) {
+            ucs_fatal("spec: cannot send REVOKE, receive %p cannot be "
+                      "cancelled safely", rreq);
+        }
+
+        sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
+        ++env->revokes;
+        ++spec->cnt.revoke_sent;
     }
 
     sr = rreq->recv.spec;
@@ -716,4 +711,32 @@ int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
     }
 
     return 1;
+}
+
+void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    ucp_proto_spec_rreq_t *sr, *tmp;
+    ucp_proto_spec_rx_env_t *env;
+
+    /* The endpoint goes with RTRs out (close, or worker destroy): their
+     * receives stay posted for the ordinary path, as with a failed peer.
+     * Unsent carriers were purged with the lanes' pending queues. */
+    ucs_list_for_each(env, &spec->rx_lru, lru) {
+        ucs_list_for_each_safe(sr, tmp, &env->rtrs, rtr_list) {
+            if (sr->rtr_req->send.ep != ep) {
+                continue;
+            }
+
+            ucs_debug("spec: RTR of receive %p dropped with endpoint %p",
+                      sr->rreq, ep);
+            ucp_proto_spec_rtr_release(spec, sr, 0);
+            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+                ucp_proto_spec_rreq_free(spec, sr);
+            }
+        }
+
+        if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
+            ucp_proto_spec_finish_cancels(spec, env);
+        }
+    }
 }

@@ -204,6 +204,8 @@ void ucp_proto_spec_ep_cleanup(ucp_ep_h ep)
             ucp_proto_spec_tx_env_remove(spec, env);
         }
     }
+
+    ucp_proto_spec_recv_ep_cleanup(spec, ep);
 }
 
 ucs_status_t ucp_proto_spec_worker_counters(ucp_worker_h worker,

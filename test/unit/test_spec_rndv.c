@@ -1,0 +1,753 @@
+/**
+ * ucx-spec: the speculative rendezvous, each scenario forced.
+ *
+ * Two UCP workers in one process, so that the test alone decides who makes
+ * progress and when: every figure of the paper (Rashti & Afsahi 2009, Figs.
+ * 3, 7-11) and every case PROTOCOL.md leaves open is played in a fixed order
+ * of posts and progress calls, then the control messages each side counted
+ * and every received byte are checked.  Runs over UCX's posix+cma and over
+ * specrdv.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ucp/api/ucp.h>
+#include <ucp/spec/ucp_proto_spec.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#define TAG       0x1234000000000007ull
+#define BIG       (64 * 1024)    /* rendezvous: UCX_RNDV_THRESH is 8k */
+#define SMALL     512            /* eager */
+#define MAX_MSGS  8
+#define SPIN_MAX  1000000
+#define MASK_FULL ((ucp_tag_t)-1)
+
+typedef struct {
+    ucp_context_h ctx;
+    ucp_worker_h  worker;
+    ucp_ep_h      ep;      /* to the other side */
+} side_t;
+
+typedef struct {
+    side_t                    s, r;    /* sender, receiver */
+    side_t                    s2;      /* a second sender, if opened */
+    ucp_proto_spec_counters_t s0, r0;  /* counters after the warm-up */
+    uint8_t                  *sbuf[MAX_MSGS];
+    uint8_t                  *rbuf[MAX_MSGS];
+    void                     *sreqs[4 * MAX_MSGS]; /* freed at teardown */
+    unsigned                  num_sreqs;
+} fx_t;
+
+typedef struct {
+    int                 done;
+    ucs_status_t        status;
+    ucp_tag_recv_info_t info;
+} req_t;
+
+static const char *tls;
+
+
+static void send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    req_t *r  = user_data;
+    r->done   = 1;
+    r->status = status;
+}
+
+static void recv_cb(void *request, ucs_status_t status,
+                    const ucp_tag_recv_info_t *info, void *user_data)
+{
+    req_t *r  = user_data;
+    r->done   = 1;
+    r->status = status;
+    r->info   = *info;
+}
+
+static void progress(side_t *side, int n)
+{
+    while (n-- > 0) {
+        ucp_worker_progress(side->worker);
+    }
+}
+
+static void open_side(side_t *side)
+{
+    ucp_params_t params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES,
+        .features   = UCP_FEATURE_TAG
+    };
+    ucp_worker_params_t wparams = {
+        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SINGLE
+    };
+    ucp_config_t *config;
+
+    assert_int_equal(ucp_config_read(NULL, NULL, &config), UCS_OK);
+    assert_int_equal(ucp_init(&params, config, &side->ctx), UCS_OK);
+    ucp_config_release(config);
+    assert_int_equal(ucp_worker_create(side->ctx, &wparams, &side->worker),
+                     UCS_OK);
+}
+
+static void connect_sides(side_t *a, side_t *b)
+{
+    /* Error mode none: with peer failure handling UCX 1.13.1 selects RMA
+     * lanes only on MDs that can invalidate memory, which no shared-memory
+     * transport can, and speculation needs put on those lanes */
+    ucp_ep_params_t params = {
+        .field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+    };
+    ucp_address_t *addr;
+    size_t len;
+
+    assert_int_equal(ucp_worker_get_address(b->worker, &addr, &len), UCS_OK);
+    params.address = addr;
+    assert_int_equal(ucp_ep_create(a->worker, &params, &a->ep), UCS_OK);
+    ucp_worker_release_address(b->worker, addr);
+}
+
+static void wait_both(fx_t *fx, req_t *req)
+{
+    int spin;
+
+    for (spin = 0; !req->done && (spin < SPIN_MAX); ++spin) {
+        ucp_worker_progress(fx->s.worker);
+        ucp_worker_progress(fx->r.worker);
+        if (fx->s2.worker != NULL) {
+            ucp_worker_progress(fx->s2.worker);
+        }
+    }
+    assert_true(req->done);
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < len; ++i) {
+        buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+    }
+}
+
+/* every byte of message m in place, and nothing beyond it touched */
+static void check_data(fx_t *fx, unsigned slot, unsigned m, size_t len,
+                       size_t buflen)
+{
+    uint8_t expect[BIG * 2];
+    size_t i;
+
+    fill(expect, len, m);
+    assert_memory_equal(fx->rbuf[slot], expect, len);
+    for (i = len; i < buflen; ++i) {
+        assert_int_equal(fx->rbuf[slot][i], 0xee);
+    }
+}
+
+static void post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync,
+                      req_t *req)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = send_cb,
+        .user_data    = req
+    };
+    ucs_status_ptr_t sp;
+
+    memset(req, 0, sizeof(*req));
+    fill(fx->sbuf[m], len, m);
+    sp = sync ? ucp_tag_send_sync_nbx(s->ep, fx->sbuf[m], len, TAG, &param) :
+                ucp_tag_send_nbx(s->ep, fx->sbuf[m], len, TAG, &param);
+    assert_false(UCS_PTR_IS_ERR(sp));
+    if (sp == NULL) {
+        req->done = 1;
+    } else {
+        /* freeing it now would cancel its callback */
+        assert_true(fx->num_sreqs < (4 * MAX_MSGS));
+        fx->sreqs[fx->num_sreqs++] = sp;
+    }
+}
+
+static void *post_recv(fx_t *fx, unsigned slot, size_t len, ucp_tag_t mask,
+                       req_t *req)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv      = recv_cb,
+        .user_data    = req
+    };
+    ucs_status_ptr_t sp;
+
+    memset(req, 0, sizeof(*req));
+    memset(fx->rbuf[slot], 0xee, 2 * BIG);
+    sp = ucp_tag_recv_nbx(fx->r.worker, fx->rbuf[slot], len, TAG, mask,
+                          &param);
+    assert_false(UCS_PTR_IS_ERR(sp));
+    assert_non_null(sp);
+    return sp;
+}
+
+static ucp_proto_spec_counters_t counters(side_t *side)
+{
+    ucp_proto_spec_counters_t c;
+
+    assert_int_equal(ucp_proto_spec_worker_counters(side->worker, &c), UCS_OK);
+    return c;
+}
+
+/* counter deltas since the warm-up */
+#define S_DELTA(_fx, _f) (counters(&(_fx)->s)._f - (_fx)->s0._f)
+#define R_DELTA(_fx, _f) (counters(&(_fx)->r)._f - (_fx)->r0._f)
+
+static int setup(void **state)
+{
+    fx_t *fx = calloc(1, sizeof(*fx));
+    unsigned i;
+    req_t sr, rr;
+    void *rreq;
+
+    for (i = 0; i < MAX_MSGS; ++i) {
+        fx->sbuf[i] = malloc(2 * BIG);
+        fx->rbuf[i] = malloc(2 * BIG);
+    }
+
+    open_side(&fx->s);
+    open_side(&fx->r);
+    connect_sides(&fx->s, &fx->r);
+    connect_sides(&fx->r, &fx->s);
+
+    /* Warm-up, sender first: the RTS teaches the receiver the envelope */
+    post_send(fx, &fx->s, 0, BIG, 0, &sr);
+    progress(&fx->s, 10);
+    rreq = post_recv(fx, 0, BIG, MASK_FULL, &rr);
+    wait_both(fx, &rr);
+    wait_both(fx, &sr);
+    ucp_request_free(rreq);
+    check_data(fx, 0, 0, BIG, BIG);
+
+    fx->s0 = counters(&fx->s);
+    fx->r0 = counters(&fx->r);
+    assert_int_equal(fx->r0.rtr_sent, 0);
+    *state = fx;
+    return 0;
+}
+
+static void close_side(side_t *side, side_t *peer)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags        = UCP_EP_CLOSE_FLAG_FORCE
+    };
+    ucs_status_ptr_t sp;
+
+    if (side->ep != NULL) {
+        sp = ucp_ep_close_nbx(side->ep, &param);
+        while (UCS_PTR_IS_PTR(sp) &&
+               (ucp_request_check_status(sp) == UCS_INPROGRESS)) {
+            ucp_worker_progress(side->worker);
+            if (peer->worker != NULL) {
+                ucp_worker_progress(peer->worker);
+            }
+        }
+        if (UCS_PTR_IS_PTR(sp)) {
+            ucp_request_free(sp);
+        }
+    }
+    ucp_worker_destroy(side->worker);
+    ucp_cleanup(side->ctx);
+    side->worker = NULL;
+}
+
+static int teardown(void **state)
+{
+    fx_t *fx = *state;
+    unsigned i;
+    int spin;
+
+    for (i = 0; i < fx->num_sreqs; ++i) {
+        for (spin = 0; (ucp_request_check_status(fx->sreqs[i]) ==
+                        UCS_INPROGRESS) && (spin < SPIN_MAX); ++spin) {
+            ucp_worker_progress(fx->s.worker);
+            ucp_worker_progress(fx->r.worker);
+            if (fx->s2.worker != NULL) {
+                ucp_worker_progress(fx->s2.worker);
+            }
+        }
+        ucp_request_free(fx->sreqs[i]);
+    }
+
+    if (fx->s2.worker != NULL) {
+        close_side(&fx->s2, &fx->r);
+    }
+    close_side(&fx->s, &fx->r);
+    close_side(&fx->r, &fx->s);
+    for (i = 0; i < MAX_MSGS; ++i) {
+        free(fx->sbuf[i]);
+        free(fx->rbuf[i]);
+    }
+    free(fx);
+    return 0;
+}
+
+
+/* Fig. 3: the receiver first.  The sender finds the RTR, writes the data and
+ * sends no RTS; the bytes are in place before the receiver calls UCP again. */
+static void test_fig3_receiver_first(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+
+    progress(&fx->s, 10);                   /* the RTR arrives */
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    progress(&fx->s, 100);
+
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, rtr_ack_sent), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 0);
+    assert_true(sr.done);
+    check_data(fx, 1, 1, BIG, BIG); /* the receiver has not progressed */
+
+    wait_both(fx, &rr);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(rr.info.length, BIG);
+    assert_int_equal(rr.info.sender_tag, TAG);
+    assert_int_equal(R_DELTA(fx, rtr_ack_recv), 1);
+    ucp_request_free(rreq);
+}
+
+/* Fig. 7/8 case 1: the first send takes the RTR, the second sends an RTS;
+ * the RTR-ACK takes the first receive out of matching, so the RTS matches
+ * the second receive. */
+static void test_fig7_case1(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr1);   /* takes RTR 1 */
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);   /* RTS: no RTR for it yet */
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2); /* RTR 2 */
+
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    wait_both(fx, &sr2);
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 2);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 1);
+    assert_int_equal(S_DELTA(fx, rtr_drop_crossed), 1);
+    assert_int_equal(R_DELTA(fx, rtr_dead), 1);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Fig. 7/8 case 2: the first send sent its RTS before the RTR came (they
+ * cross); the second send takes the second RTR. */
+static void test_fig7_case2(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr1);   /* before RTR 1 is seen */
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    progress(&fx->s, 10);                     /* RTR 1 dropped, RTR 2 kept */
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);   /* takes RTR 2 */
+
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    wait_both(fx, &sr1);
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_drop_crossed), 1);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 1);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Fig. 9: a wildcard receive ahead may take any message, so the receive
+ * behind it cannot know its index and sends no RTR. */
+static void test_fig9_wildcard_ahead(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, 0, &rr1);                  /* any tag */
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 0);
+    assert_int_equal(R_DELTA(fx, blocked), 1);
+
+    post_send(fx, &fx->s, 1, BIG, 0, &sr1);
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 2);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Fig. 9 case 2, done better than the paper: a receive ahead that predicted
+ * eager sent no RTR but still counts as one message, so the receive behind
+ * it may speculate. */
+static void test_fig9_eager_predicted_ahead(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, SMALL, MASK_FULL, &rr1);
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    check_data(fx, 1, 1, SMALL, SMALL);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Fig. 10 case 2 / Fig. 11: the receiver predicted rendezvous, the sender
+ * went eager.  The RTR names that eager send, so it is dropped and cannot be
+ * taken by the next send (the paper needs its Eager-flag for this). */
+static void test_fig10_mispredicted(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);  /* RTR 1 */
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);  /* RTR 2 */
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);   /* eager: drops RTR 1 */
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);     /* takes RTR 2, not 1 */
+
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    assert_int_equal(rr1.info.length, SMALL);
+    check_data(fx, 1, 1, SMALL, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 0);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Fig. 10 with the RTR late: the eager message went first, the RTR arrives
+ * for an index already sent and is dropped as a misprediction. */
+static void test_fig10_rtr_late(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
+    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);
+    progress(&fx->s, 10);
+    assert_int_equal(S_DELTA(fx, rtr_drop_eager), 1);
+
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    check_data(fx, 1, 1, SMALL, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* MPI lets the receive be larger: the RTR-ACK carries the real length and
+ * the bytes beyond the message stay untouched. */
+static void test_buffer_larger(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, 2 * BIG, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    wait_both(fx, &rr);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(rr.info.length, BIG);
+    check_data(fx, 1, 1, BIG, 2 * BIG);
+    ucp_request_free(rreq);
+}
+
+/* A receive smaller than the message: the RTR is unfit, the RTS path reports
+ * the truncation as stock UCX does. */
+static void test_buffer_smaller(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG / 2, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    wait_both(fx, &rr);
+    wait_both(fx, &sr);
+    assert_int_equal(S_DELTA(fx, rtr_drop_unfit), 1);
+    assert_int_equal(S_DELTA(fx, rtr_used), 0);
+    assert_int_equal(rr.status, UCS_ERR_MESSAGE_TRUNCATED);
+    ucp_request_free(rreq);
+}
+
+/* Synchronous sends never take an RTR */
+static void test_sync_send(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 1, &sr);
+    wait_both(fx, &rr);
+    wait_both(fx, &sr);
+    assert_int_equal(S_DELTA(fx, rtr_drop_unfit), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 1);
+    check_data(fx, 1, 1, BIG, BIG);
+    ucp_request_free(rreq);
+}
+
+/* Non-contiguous receives send no RTR */
+static void test_iov_recv(void **state)
+{
+    fx_t *fx = *state;
+    ucp_dt_iov_t iov[2];
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA |
+                        UCP_OP_ATTR_FIELD_DATATYPE,
+        .cb.recv      = recv_cb,
+        .datatype     = ucp_dt_make_iov()
+    };
+    uint8_t expect[BIG];
+    req_t sr, rr;
+    void *rreq;
+
+    memset(&rr, 0, sizeof(rr));
+    param.user_data = &rr;
+    iov[0].buffer   = fx->rbuf[1];
+    iov[0].length   = BIG / 2;
+    iov[1].buffer   = fx->rbuf[2];
+    iov[1].length   = BIG / 2;
+    rreq = ucp_tag_recv_nbx(fx->r.worker, iov, 2, TAG, MASK_FULL,
+                            &param);
+    assert_false(UCS_PTR_IS_ERR(rreq));
+    assert_int_equal(R_DELTA(fx, rtr_sent), 0);
+
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    wait_both(fx, &rr);
+    fill(expect, BIG, 1);
+    assert_memory_equal(fx->rbuf[1], expect, BIG / 2);
+    assert_memory_equal(fx->rbuf[2], expect + BIG / 2, BIG / 2);
+    ucp_request_free(rreq);
+}
+
+/* Cancel with RTRs out: the cancel waits until the sender confirms the RTRs
+ * of this receive and of the one behind it are dead; the receive behind then
+ * takes the first message through the ordinary path. */
+static void test_cancel_revokes(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    ucp_request_cancel(fx->r.worker, rreq1);
+    assert_false(rr1.done);
+    assert_int_equal(R_DELTA(fx, revoke_sent), 2);
+    assert_int_equal(R_DELTA(fx, cancel_deferred), 1);
+
+    progress(&fx->s, 10);               /* RTRs queued, then revoked */
+    progress(&fx->r, 10);               /* REVOKE-ACKs */
+    assert_true(rr1.done);
+    assert_int_equal(rr1.status, UCS_ERR_CANCELED);
+
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    wait_both(fx, &rr2);
+    check_data(fx, 2, 1, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_used), 0);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* Cancel too late: both RTRs were taken before the revokes arrived; the
+ * cancel fails and each receive gets its own message. */
+static void test_cancel_too_late(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr1, sr2, rr1, rr2;
+    void *rreq1, *rreq2;
+
+    rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr1);
+    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    ucp_request_cancel(fx->r.worker, rreq1);
+
+    wait_both(fx, &rr1);
+    wait_both(fx, &rr2);
+    assert_int_equal(rr1.status, UCS_OK);
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_used), 2);
+    assert_true(R_DELTA(fx, cancel_failed) >= 1);
+    ucp_request_free(rreq1);
+    ucp_request_free(rreq2);
+}
+
+/* The receiver's worker goes away with an RTR out and a cancel waiting for
+ * its revoke: teardown must release both (valgrind and ASan check it). */
+static void test_destroy_with_rtr(void **state)
+{
+    fx_t *fx = *state;
+    req_t rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+    ucp_request_cancel(fx->r.worker, rreq);
+    assert_false(rr.done);
+    assert_int_equal(R_DELTA(fx, cancel_deferred), 1);
+    ucp_request_free(rreq); /* released at completion, which never comes */
+}
+
+/* Two endpoints sending one tag break the contract: the second RTS is seen
+ * and speculation stops for the tag.  (An RTR already out when the second
+ * sender's message takes its receive cannot be saved; that is why
+ * UCX_SPEC_RNDV=auto waits for a sender mask.) */
+static void test_second_sender(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+    int spin;
+
+    open_side(&fx->s2);
+    connect_sides(&fx->s2, &fx->r);
+    post_send(fx, &fx->s2, 1, BIG, 0, &sr);
+    /* the second sender's RTS arrives unexpected (after its wireup) */
+    for (spin = 0; (R_DELTA(fx, conflicts) == 0) && (spin < 10000); ++spin) {
+        progress(&fx->s2, 1);
+        progress(&fx->r, 1);
+    }
+    assert_int_equal(R_DELTA(fx, conflicts), 1);
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    wait_both(fx, &rr);
+    ucp_request_free(rreq);
+    check_data(fx, 1, 1, BIG, BIG);
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 0);
+    post_send(fx, &fx->s, 2, BIG, 0, &sr);
+    wait_both(fx, &rr);
+    check_data(fx, 1, 2, BIG, BIG);
+    ucp_request_free(rreq);
+}
+
+/* Adaptation: RTRs that always cross are useless; after the minimum sample
+ * the sender piggybacks stop-RTR, the receiver stops, and after the back-off
+ * the sender re-probes with resume-RTR. */
+static void test_adaptation(void **state)
+{
+    fx_t *fx = *state;
+    req_t sr, rr;
+    void *rreq;
+    unsigned i;
+
+    for (i = 0; i < 4 + 2 + 1; ++i) {
+        rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+        post_send(fx, &fx->s, 1, BIG, 0, &sr); /* before the RTR: crosses */
+        wait_both(fx, &rr);
+        wait_both(fx, &sr);
+        progress(&fx->s, 10);
+        check_data(fx, 1, 1, BIG, BIG);
+        ucp_request_free(rreq);
+    }
+
+    /* MIN_SAMPLE=4: stop after 4 crossed RTRs; BACKOFF=2: resume 2 later */
+    assert_int_equal(S_DELTA(fx, stop_sent), 1);
+    assert_int_equal(R_DELTA(fx, stop_recv), 1);
+    assert_int_equal(S_DELTA(fx, resume_sent), 1);
+    assert_int_equal(R_DELTA(fx, resume_recv), 1);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 4 + 1);
+}
+
+static int run_group(const char *transports)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fig3_receiver_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig7_case1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig7_case2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig9_wildcard_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig9_eager_predicted_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig10_mispredicted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fig10_rtr_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffer_larger, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_buffer_smaller, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_send, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_iov_recv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_revokes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_too_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_rtr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_sender, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptation, setup, teardown),
+    };
+    size_t count = sizeof(tests) / sizeof(tests[0]);
+    char name[64];
+
+    tls = transports;
+    setenv("UCX_TLS", transports, 1);
+    snprintf(name, sizeof(name), "spec_rndv[%s]", transports);
+    return _cmocka_run_group_tests(name, tests, count, NULL, NULL);
+}
+
+int main(void)
+{
+    int rc = 0;
+
+    setenv("UCX_SPEC_RNDV", getenv("T_SPEC") ? getenv("T_SPEC") : "y", 1);
+    setenv("UCX_RNDV_THRESH", "8k", 1);
+    setenv("UCX_SPEC_ADAPT_MIN_SAMPLE", "4", 1);
+    setenv("UCX_SPEC_ADAPT_BACKOFF", "2", 1);
+    setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1); /* the test owns progress */
+
+    rc |= run_group("posix,cma");
+    rc |= run_group("specrdv");
+    return rc;
+}
