@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind check-fuzz check-mpi check-rdma bench bench-shm \
+        check-valgrind check-fuzz check-model check-mpi check-rdma bench bench-shm \
         bench-rdma gtest clean
 
 all: build
@@ -34,7 +34,8 @@ demo: build
 
 # --------------------------------------------------------------------- tests
 check: build
-	@$(MAKE) --no-print-directory check-unit check-fuzz check-integration check-mpi
+	@$(MAKE) --no-print-directory check-unit check-model check-fuzz \
+	    check-integration check-mpi
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-rdma
@@ -67,6 +68,11 @@ check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 
 check-integration:
 	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
+
+# spin on the speculative rendezvous model: clean runs and seeded faults
+check-model:
+	@$(REPO)/contrib/install-deps test
+	@$(REPO)/test/model/run $(BUILD_DIR)/test/model
 
 # libFuzzer on the slot protocol's receive side, with ASan and UBSan;
 # FUZZ_TIME seconds (CI: 20)

@@ -1,0 +1,355 @@
+/*
+ * ucx-spec: model of the speculative rendezvous of one envelope
+ * (ucp_proto_spec/), checked with spin by test/model/run.
+ *
+ * One sender posts N sends, each eager or rendezvous; one receiver posts N
+ * receives, each fully specified or a wildcard, each predicting eager or
+ * rendezvous, and may cancel any receive that is still posted.  Every choice
+ * and every interleaving of posts and message arrivals is explored.  Two
+ * ordered channels stand for the endpoint's AM lane in each direction.
+ *
+ * Checked:
+ *  - data goes only into the receive that MPI order gives it (message i
+ *    into the i-th receive that was not cancelled), whether it comes as
+ *    eager, through an RTS, or written by the sender on an RTR;
+ *  - no deadlock, and every send and every receive completes (spin's
+ *    invalid end states plus the final assertion).
+ *
+ * The receiver's rule for an RTR (spec_recv.c): the index of its message is
+ * the envelope's arrivals plus the receives ahead of it; none if a wildcard
+ * or a cancel in flight is ahead.  The sender's rule (spec_send.c): RTR k
+ * serves send k only; dropped if send k already went, or at the sender's
+ * whim (adaptation, buffer too small, sync send).  A cancel revokes the RTRs
+ * of its receive and of those behind; it fails if one of them was taken.
+ *
+ * Seeded faults, each of which must make the check fail (test/model/run):
+ *  NO_WILDCARD_BLOCK  an RTR is sent behind a wildcard
+ *  NO_AHEAD           the index ignores the receives ahead
+ *  ANY_SEND_TAKES     a send takes any queued RTR, not only its own
+ *  NO_REVOKE          a cancel completes without revoking the RTRs behind
+ */
+
+#ifndef N
+#define N 3           /* sends */
+#endif
+#ifdef CANCEL
+#define M (N + 1)     /* receives: one more, to replace a cancelled one */
+#else
+#define M N
+#endif
+
+#define NONE 255
+
+mtype = { EAGER, RTS, RTR_ACK, REVOKE_ACK, RTR, REVOKE };
+
+chan s2r = [3 * N] of { mtype, byte, byte };   /* kind, message, receive */
+chan r2s = [3 * N] of { mtype, byte, byte };   /* kind, index, receive */
+
+/* the scenario, chosen at the start */
+bool rndv[N];      /* send i is a rendezvous */
+bool wild[M];      /* receive j is a wildcard */
+bool pred[M];      /* receive j predicts rendezvous */
+
+/* receiver */
+byte posted;
+bool expected[M];  /* receive j posted, not matched, not cancelled */
+bool has_rtr[M];   /* receive j has an RTR the sender may still use */
+bool revoking[M];  /* its RTR is being revoked */
+bool cancelled[M];
+bool cancel_wait[M];
+byte got[M];       /* message placed into receive j, NONE if none */
+byte arrivals;     /* messages of the envelope that reached the receiver */
+byte unexp[N];     /* unexpected messages, oldest first */
+byte nunexp;
+byte delivered;    /* messages placed into receives */
+byte cancels;      /* cancels started */
+byte revokes;      /* RTRs under revoke not yet known dead */
+byte waiting;      /* cancels not finished */
+bool taken;        /* an RTR under revoke was taken */
+
+/* sender */
+byte next;         /* index of the next send */
+byte rtrq[N];      /* receive that RTR k names, NONE if none queued */
+
+/* MPI order: message i goes to the i-th receive not cancelled */
+inline expect_match(i, j)
+{
+    d_step {
+        k = 0; c = 0;
+        do
+        :: (k < j) -> if :: !cancelled[k] -> c++ :: else -> skip fi; k++
+        :: else -> break
+        od;
+        assert(c == i)
+    }
+}
+
+inline first_expected(j)
+{
+    d_step {
+        j = 0;
+        do
+        :: (j < posted) && !expected[j] -> j++
+        :: else -> break
+        od
+    }
+}
+
+inline release_rtr(j)
+{
+    if
+    :: has_rtr[j] && revoking[j] -> revokes--; revoking[j] = false
+    :: else -> skip
+    fi;
+    has_rtr[j] = false
+}
+
+/* a message that is not an RTR-ACK reached the receiver */
+inline deliver(i)
+{
+    first_expected(j);
+    if
+    :: (j < posted) ->
+        expect_match(i, j);
+        got[j] = i; expected[j] = false; delivered++;
+        release_rtr(j)   /* its RTR names this message: dead at the sender */
+    :: else ->
+        unexp[nunexp] = i; nunexp++
+    fi
+}
+
+inline finish_cancels()
+{
+    if
+    :: (revokes == 0) ->
+        j = 0;
+        do
+        :: (j < M) ->
+            if
+            :: cancel_wait[j] ->
+                cancel_wait[j] = false; waiting--;
+                if
+                :: expected[j] && !taken -> expected[j] = false; cancelled[j] = true
+                :: else -> skip   /* matched meanwhile, or too late: fails */
+                fi
+            :: else -> skip
+            fi;
+            j++
+        :: else -> break
+        od;
+        taken = false
+    :: else -> skip
+    fi
+}
+
+proctype receiver()
+{
+    byte i, j, k, c, r, ahead;
+    bool blocked;
+
+    do
+    /* post the next receive */
+    :: (posted < N + cancels) ->
+        j = posted;
+        if
+        :: (nunexp > 0) ->
+            i = unexp[0];
+            d_step { k = 0; do :: (k + 1 < nunexp) -> unexp[k] = unexp[k + 1]; k++
+                             :: else -> break od; nunexp-- }
+            posted++;
+            expect_match(i, j);
+            got[j] = i; delivered++
+        :: else ->
+            posted++;
+            expected[j] = true;
+            if
+            :: !wild[j] && pred[j] ->
+                d_step {
+                    ahead = 0; blocked = false; k = 0;
+                    do
+                    :: (k < j) ->
+                        if
+                        :: expected[k] && (wild[k] || cancel_wait[k]) -> blocked = true
+                        :: expected[k] -> ahead++
+                        :: else -> skip
+                        fi;
+                        k++
+                    :: else -> break
+                    od
+                }
+#ifdef NO_WILDCARD_BLOCK
+                blocked = false;
+#endif
+#ifdef NO_AHEAD
+                ahead = 0;
+#endif
+                if
+                :: !blocked -> has_rtr[j] = true; r2s!RTR(arrivals + ahead, j)
+                :: else -> skip
+                fi
+            :: else -> skip
+            fi
+        fi
+
+#ifdef CANCEL
+    /* cancel a posted receive (one per run: M has room for one more) */
+    :: (cancels == 0) ->
+        cancels++;
+        j = 0;
+        do
+        :: (j < posted) && expected[j] && !cancel_wait[j] -> break
+        :: (j < posted) -> j++
+        :: (j >= posted) -> break
+        od;
+        if
+        :: (j < posted) ->
+            k = j;
+            do
+            :: (k < posted) ->
+                if
+#ifndef NO_REVOKE
+                :: expected[k] && has_rtr[k] ->
+                    revoking[k] = true; revokes++; r2s!REVOKE(0, k)
+#endif
+                :: else -> skip
+                fi;
+                k++
+            :: else -> break
+            od;
+            cancel_wait[j] = true; waiting++;
+            finish_cancels()
+        :: else -> skip
+        fi
+#endif
+
+    /* something arrived */
+    :: s2r?EAGER(i, r) -> arrivals++; deliver(i)
+    :: s2r?RTS(i, r) -> arrivals++; deliver(i)
+    :: s2r?RTR_ACK(i, r) ->
+        arrivals++;
+        assert(expected[r] && has_rtr[r]);
+        if
+        :: revoking[r] -> taken = true
+        :: else -> skip
+        fi;
+        expected[r] = false;
+        release_rtr(r);
+        got[r] = i; delivered++ /* placed by the sender; checked there too */
+    :: s2r?REVOKE_ACK(i, r) ->
+        if
+        :: has_rtr[r] && revoking[r] -> release_rtr(r)
+        :: else -> skip
+        fi;
+        finish_cancels()
+
+    /* every message delivered, no cancel pending: the receives left posted
+     * are spares beyond the last message */
+    :: (delivered == N) && (waiting == 0) -> break
+    od;
+    skip;   /* d_step cannot be a jump target */
+
+    /* receives in posting order got messages 0, 1, 2, ... except the
+     * cancelled ones; no cancel is left waiting */
+    d_step {
+        i = 0; j = 0;
+        do
+        :: (j < posted) ->
+            assert(!cancel_wait[j]);
+            if
+            :: cancelled[j] -> assert(got[j] == NONE)
+            :: (got[j] != NONE) -> assert(got[j] == i); i++
+            :: else -> assert(expected[j] && (i == N))
+            fi;
+            j++
+        :: else -> break
+        od;
+        assert(i == N)
+    }
+}
+
+proctype sender()
+{
+    byte i, k, r, c2;
+
+end_sender:    /* waiting for REVOKEs after the last send is a valid end */
+    do
+    :: r2s?RTR(k, r) ->
+        if
+        :: (k >= next) && (k < N) -> rtrq[k] = r
+        :: else -> skip           /* its send already went */
+        fi
+    :: r2s?RTR(k, r) -> skip      /* dropped: adaptation, queue full */
+    :: r2s?REVOKE(k, r) ->
+        d_step {
+            k = 0;
+            do
+            :: (k < N) -> if :: rtrq[k] == r -> rtrq[k] = NONE :: else -> skip fi; k++
+            :: else -> break
+            od
+        }
+        s2r!REVOKE_ACK(0, r)
+    :: (next < N) ->
+        i = next;
+        next++;
+        if
+        :: !rndv[i] -> rtrq[i] = NONE; s2r!EAGER(i, 0)
+        :: rndv[i] ->
+#ifdef ANY_SEND_TAKES
+            d_step { k = 0; do :: (k < N) && (rtrq[k] == NONE) -> k++ :: else -> break od }
+            if :: (k < N) -> r = rtrq[k]; rtrq[k] = NONE :: else -> r = NONE fi;
+#else
+            r = rtrq[i]; rtrq[i] = NONE;
+#endif
+            if
+            :: (r != NONE) ->
+                s2r!RTR_ACK(i, r)
+                /* the put: data i into receive r; MPI order is checked by
+                 * the receiver's final assertion, and here, at the write */
+                ;
+                d_step {
+                    k = 0; c2 = 0;
+                    do
+                    :: (k < r) -> if :: !cancelled[k] -> c2++ :: else -> skip fi; k++
+                    :: else -> break
+                    od;
+                    assert(!cancelled[r] && c2 == i)
+                }
+            :: (r != NONE) -> s2r!RTS(i, 0)   /* unfit: the ordinary path */
+            :: (r == NONE) -> s2r!RTS(i, 0)
+            fi
+        fi
+    od
+}
+
+init {
+    byte i;
+
+    d_step {
+        i = 0;
+        do
+        :: (i < M) -> got[i] = NONE; i++
+        :: else -> break
+        od;
+        i = 0;
+        do
+        :: (i < N) -> rtrq[i] = NONE; i++
+        :: else -> break
+        od
+    }
+
+    i = 0;
+    do
+    :: (i < N) -> if :: rndv[i] = true :: rndv[i] = false fi; i++
+    :: else -> break
+    od;
+    i = 0;
+    do
+    :: (i < M) ->
+        /* a wildcard sends no RTR whatever it predicts */
+        if :: wild[i] = true :: pred[i] = true :: skip fi;
+        i++
+    :: else -> break
+    od;
+
+    atomic { run receiver(); run sender() }
+}
