@@ -17,7 +17,8 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-valgrind check-fuzz check-model check-mpi check-rdma bench bench-shm \
+        check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
+        bench bench-shm \
         bench-rdma gtest clean
 
 all: build
@@ -97,6 +98,16 @@ check-fuzz: $(FUZZER)
 check-mpi: build
 	@$(REPO)/contrib/install-deps mpi
 	@$(CLEAN_ENV) $(REPO)/test/mpi/run $(PREFIX) $(BUILD_DIR)/test/mpi
+
+# The speculative rendezvous under Open MPI and MPICH, long: STRESS_MESSAGES
+# per direction for each MPI and transport; the summary goes to perf/results
+STRESS_MESSAGES ?= 1000000
+stress-mpi: build
+	@$(REPO)/contrib/install-deps mpi
+	@mkdir -p $(REPO)/perf/results
+	@set -o pipefail; $(CLEAN_ENV) STRESS_VERBOSE=1 $(REPO)/test/mpi/stress \
+	    $(PREFIX) $(BUILD_DIR)/test/mpi $(STRESS_MESSAGES) | \
+	    tee $(REPO)/perf/results/stress.txt
 
 # Every unit and integration test again under valgrind's memcheck: leaks and
 # invalid accesses fail the run.
