@@ -195,7 +195,9 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
 {
     ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
     ucp_proto_spec_rreq_t *sr = carrier->send.buffer;
-    ucp_context_h context     = carrier->send.ep->worker->context;
+    ucp_worker_h worker       = carrier->send.ep->worker;
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    size_t rkey_size;
     ucs_status_t status;
 
     if (carrier->send.buffer == &ucp_proto_spec_dead_carrier) {
@@ -204,12 +206,12 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
         return UCS_OK;
     }
 
-    status = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR, ucp_proto_spec_rtr_pack,
-                              sizeof(ucp_proto_spec_rtr_hdr_t) +
-                              ucp_rkey_packed_size(context,
-                                                   sr->rreq->recv.state.dt.contig.md_map,
-                                                   UCS_SYS_DEVICE_ID_UNKNOWN,
-                                                   0));
+    rkey_size = ucp_rkey_packed_size(worker->context,
+                                     sr->rreq->recv.state.dt.contig.md_map,
+                                     UCS_SYS_DEVICE_ID_UNKNOWN, 0);
+    status    = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR,
+                                 ucp_proto_spec_rtr_pack,
+                                 sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size);
     if (status == UCS_ERR_NO_RESOURCE) {
         return status;
     }
@@ -221,6 +223,7 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     }
 
     sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
+    spec->cnt.ctl_bytes += sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size;
     return UCS_OK;
 }
 

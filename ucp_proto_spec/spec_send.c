@@ -220,6 +220,7 @@ size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length)
     trailer.reserved = 0;
     memcpy(UCS_PTR_BYTE_OFFSET(rts, length), &trailer, sizeof(trailer));
     ++spec->cnt.rts_trailer_sent;
+    spec->cnt.ctl_bytes += sizeof(trailer);
     return length + sizeof(trailer);
 }
 

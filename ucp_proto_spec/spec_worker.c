@@ -160,14 +160,14 @@ static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
               " resume %" PRIu64 "/%" PRIu64 " (sent/received); revoke %"
               PRIu64 "; cancel deferred %" PRIu64 " failed %" PRIu64
               "; conflicts %" PRIu64 "; blocked %" PRIu64
-              "; early progress %" PRIu64 "\n",
+              "; early progress %" PRIu64 "; control bytes %" PRIu64 "\n",
               ucs_get_host_name(), spec->worker, c->rtr_sent, c->rtr_recv, c->rtr_used,
               c->rtr_drop_crossed, c->rtr_drop_eager, c->rtr_drop_stale,
               c->rtr_drop_stopped, c->rtr_drop_unfit, c->rtr_drop_overflow,
               c->rtr_dead, c->rtr_ack_sent, c->rtr_ack_recv, c->stop_sent,
               c->stop_recv, c->resume_sent, c->resume_recv, c->revoke_sent,
               c->cancel_deferred, c->cancel_failed, c->conflicts, c->blocked,
-              c->early_progress);
+              c->early_progress, c->ctl_bytes);
 }
 
 void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
@@ -291,6 +291,8 @@ ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
         ucs_free(ctl);
         return UCS_ERR_NO_MEMORY;
     }
+
+    ep->worker->spec->cnt.ctl_bytes += length;
 
     ctl->am_id  = am_id;
     ctl->length = length;

@@ -45,6 +45,8 @@ typedef struct {
     uint64_t conflicts;
     uint64_t early_progress;
     uint64_t blocked;           /* no RTR: a receive ahead cannot count */
+    uint64_t ctl_bytes;         /* bytes this worker added to the wire:
+                                   RTR, RTR-ACK, REVOKE(-ACK), RTS trailers */
 } ucp_proto_spec_counters_t;
 
 
