@@ -18,7 +18,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
-        bench bench-shm \
+        bench bench-shm bench-spec \
         bench-rdma gtest clean
 
 all: build
@@ -30,7 +30,7 @@ build: deps
 	@BUILD_DIR=$(BUILD_DIR) $(REPO)/contrib/ucx-bootstrap
 
 demo: build
-	@$(REPO)/contrib/install-deps bench
+	@$(REPO)/contrib/install-deps bench mpi
 	@$(REPO)/contrib/demo $(PREFIX)
 
 # --------------------------------------------------------------------- tests
@@ -143,7 +143,7 @@ check-rdma: build
 # in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
 RESULTS = $(REPO)/perf/results
 
-bench: bench-shm bench-rdma
+bench: bench-shm bench-spec bench-rdma
 
 # specrdv against UCX's posix and sysv on this machine, ratios to posix
 bench-shm: build
@@ -152,6 +152,15 @@ bench-shm: build
 	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm.csv
 	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
 	@cat $(RESULTS)/shm.md
+
+# the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
+# Open MPI, over posix+cma and specrdv
+bench-spec: build
+	@$(REPO)/contrib/install-deps bench mpi
+	@mkdir -p $(RESULTS)
+	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) $(RESULTS)/spec.csv
+	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock
+	@cat $(RESULTS)/spec.md
 
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
