@@ -159,16 +159,20 @@ bench-spec: build
 	@$(REPO)/contrib/install-deps bench mpi
 	@mkdir -p $(RESULTS)
 	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) $(RESULTS)/spec.csv
-	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock
+	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock --plot %
 	@cat $(RESULTS)/spec.md
 
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
-	$(CLEAN_ENV) $(REPO)/test/rdma/guest -w $(RESULTS) -t 1800 -- \
-	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv
+	@mkdir -p $(BUILD_DIR)/test/perf
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
+	    -w $(BUILD_DIR)/test/perf -t 2400 -- \
+	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
+	    $(RESULTS)/spec-rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
-	@cat $(RESULTS)/rdma-guest.md
+	$(REPO)/perf/report $(RESULTS)/spec-rdma-guest.csv --baseline stock --plot %
+	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/spec-rdma-guest.md
 
 # UCX's own gtest, built from the same tree (not part of `make check`: it is
 # ~250 C++ files).  GTEST_FILTER selects the suites.
