@@ -225,3 +225,26 @@ void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec)
     kh_destroy_inplace(ucp_proto_spec_tx, &spec->tx);
     kh_destroy_inplace(ucp_proto_spec_rx, &spec->rx);
 }
+
+void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                                 int stopped)
+{
+    khiter_t iter;
+    int ret;
+
+    if (stopped) {
+        kh_put(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep, &ret);
+        return;
+    }
+
+    iter = kh_get(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep);
+    if (iter != kh_end(&spec->stopped_by)) {
+        kh_del(ucp_proto_spec_peer, &spec->stopped_by, iter);
+    }
+}
+
+int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    return kh_get(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep) !=
+           kh_end(&spec->stopped_by);
+}

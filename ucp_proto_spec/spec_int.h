@@ -206,6 +206,10 @@ enum {
 KHASH_INIT(ucp_proto_spec_rx, uint64_t, ucp_proto_spec_rx_env_t*, 1,
            kh_int64_hash_func, kh_int64_hash_equal);
 
+/* Peers that told us to stop sending them RTRs (endpoint -> 1) */
+KHASH_INIT(ucp_proto_spec_peer, uint64_t, char, 0, kh_int64_hash_func,
+           kh_int64_hash_equal);
+
 static inline khint_t ucp_proto_spec_tx_key_hash(ucp_proto_spec_tx_key_t key)
 {
     return kh_int64_hash_func((uintptr_t)key.ep ^ (key.tag * 0x9e3779b97f4a7c15ull));
@@ -226,6 +230,7 @@ typedef struct ucp_proto_spec_worker {
     uint64_t                  next_epoch;
     khash_t(ucp_proto_spec_tx) tx;
     khash_t(ucp_proto_spec_rx) rx;
+    khash_t(ucp_proto_spec_peer) stopped_by; /* see spec_send.c, decline */
     ucs_list_link_t           tx_lru;     /* most recent first */
     ucs_list_link_t           rx_lru;
     unsigned                  tx_count;
@@ -256,6 +261,9 @@ ucp_proto_spec_rx_env_t *
 ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
                           int create);
 void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec);
+void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                                 int stopped);
+int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 
 /* spec_worker.c */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,

@@ -439,6 +439,15 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
         env->flags &= ~UCP_PROTO_SPEC_RX_STOPPED;
         ++spec->cnt.resume_recv;
     }
+
+    /* the sender side's decline rule (spec_send.c) looks at this */
+    if ((flags & (UCP_PROTO_SPEC_RTS_FLAG_STOP |
+                  UCP_PROTO_SPEC_RTS_FLAG_RESUME)) &&
+        (ucp_worker_get_ep_by_id(spec->worker, hdr->sreq.ep_id, &old_ep) ==
+         UCS_OK)) {
+        ucp_proto_spec_peer_stopped(spec, old_ep,
+                                    flags & UCP_PROTO_SPEC_RTS_FLAG_STOP);
+    }
 }
 
 void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,

@@ -54,6 +54,27 @@ static int ucp_proto_spec_send_fits(const ucp_request_t *sreq)
            ((sreq->send.length <= put_zcopy->max) || put_zcopy->split);
 }
 
+/*
+ * Beyond the paper.  On shared memory the put of a taken RTR is a CPU copy by
+ * the sender, where the RTS path has the receiver copy (get).  When both
+ * sides of a pair exchange at once, their RTRs cross: one direction's RTRs
+ * come too late and the peer stops them (stop-RTR), while the other
+ * direction's are taken, so one process ends up doing both copies and the
+ * exchange takes twice as long.  A sender whose own RTRs the peer stopped
+ * therefore declines the peer's RTRs too; its usage factor falls and it
+ * stops them in turn, and both sides re-probe after their back-off.  With
+ * RDMA the NIC moves the data and there is nothing to balance.
+ */
+static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
+                                  const ucp_request_t *sreq)
+{
+    ucp_ep_h ep = sreq->send.ep;
+    ucp_lane_index_t lane = ucp_ep_config(ep)->rndv.put_zcopy.lanes[0];
+
+    return (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
+           ucp_proto_spec_peer_is_stopped(spec, ep);
+}
+
 /* §3.6: judge the RTR usage factor before sending an RTS; re-probe after an
  * exponential back-off (beyond the paper) */
 static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
@@ -176,6 +197,12 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
     if ((entry->length < sreq->send.length) || !ucp_proto_spec_send_fits(sreq)) {
         /* a short receive buffer is truncation: the RTS path reports it */
         ++spec->cnt.rtr_drop_unfit;
+        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
+        goto out_rts;
+    }
+
+    if (ucp_proto_spec_decline(spec, sreq)) {
+        ++spec->cnt.rtr_declined;
         ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
         goto out_rts;
     }

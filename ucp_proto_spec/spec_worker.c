@@ -133,6 +133,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     spec->next_epoch = ucs_generate_uuid((uintptr_t)worker);
     kh_init_inplace(ucp_proto_spec_tx, &spec->tx);
     kh_init_inplace(ucp_proto_spec_rx, &spec->rx);
+    kh_init_inplace(ucp_proto_spec_peer, &spec->stopped_by);
     ucs_list_head_init(&spec->tx_lru);
     ucs_list_head_init(&spec->rx_lru);
     worker->spec = spec;
@@ -155,7 +156,8 @@ static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
     fprintf(stderr, "[%s] ucx-spec: worker %p rtr sent %" PRIu64 " received %" PRIu64
               " used %" PRIu64 " dropped crossed %" PRIu64 " eager %" PRIu64
               " stale %" PRIu64 " stopped %" PRIu64 " unfit %" PRIu64
-              " overflow %" PRIu64 " dead %" PRIu64 "; rtr-ack sent %" PRIu64
+              " overflow %" PRIu64 " declined %" PRIu64 " dead %" PRIu64
+              "; rtr-ack sent %" PRIu64
               " received %" PRIu64 "; stop %" PRIu64 "/%" PRIu64
               " resume %" PRIu64 "/%" PRIu64 " (sent/received); revoke %"
               PRIu64 "; cancel deferred %" PRIu64 " failed %" PRIu64
@@ -164,7 +166,7 @@ static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
               ucs_get_host_name(), spec->worker, c->rtr_sent, c->rtr_recv, c->rtr_used,
               c->rtr_drop_crossed, c->rtr_drop_eager, c->rtr_drop_stale,
               c->rtr_drop_stopped, c->rtr_drop_unfit, c->rtr_drop_overflow,
-              c->rtr_dead, c->rtr_ack_sent, c->rtr_ack_recv, c->stop_sent,
+              c->rtr_declined, c->rtr_dead, c->rtr_ack_sent, c->rtr_ack_recv, c->stop_sent,
               c->stop_recv, c->resume_sent, c->resume_recv, c->revoke_sent,
               c->cancel_deferred, c->cancel_failed, c->conflicts, c->blocked,
               c->early_progress, c->ctl_bytes);
@@ -183,6 +185,7 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
     }
 
     ucp_proto_spec_env_cleanup(spec);
+    kh_destroy_inplace(ucp_proto_spec_peer, &spec->stopped_by);
     UCS_STATS_NODE_FREE(spec->stats);
     ucs_config_parser_release_opts(&spec->config, ucp_proto_spec_config_table);
     ucs_free(spec);
@@ -206,6 +209,7 @@ void ucp_proto_spec_ep_cleanup(ucp_ep_h ep)
     }
 
     ucp_proto_spec_recv_ep_cleanup(spec, ep);
+    ucp_proto_spec_peer_stopped(spec, ep, 0);
 }
 
 ucs_status_t ucp_proto_spec_worker_counters(ucp_worker_h worker,

@@ -30,6 +30,7 @@ typedef struct {
     uint64_t rtr_drop_stopped;  /* envelope stopped by adaptation */
     uint64_t rtr_drop_unfit;    /* buffer too small, sync send, not contig */
     uint64_t rtr_drop_overflow; /* RTR queue full */
+    uint64_t rtr_declined;      /* shared memory, peer stopped our RTRs */
     uint64_t rtr_ack_sent;
     uint64_t rtr_ack_recv;
     uint64_t rtr_dead;          /* receive matched by eager/RTS: RTR unused */

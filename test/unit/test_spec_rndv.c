@@ -708,6 +708,46 @@ static void test_adaptation(void **state)
     assert_int_equal(R_DELTA(fx, rtr_sent), 4 + 1);
 }
 
+/* Shared memory, both directions busy: the receiver side stopped the
+ * sender's own RTRs (they always crossed), so the sender declines the
+ * receiver's RTRs instead of doing the copy of both directions itself. */
+static void test_decline_when_stopped_back(void **state)
+{
+    fx_t *fx = *state;
+    ucp_request_param_t rparam = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv      = recv_cb
+    };
+    req_t sr, rr;
+    void *rreq;
+    unsigned i;
+
+    /* reverse direction, r -> s: s's RTRs always cross r's RTS; after 4 of
+     * them r stops them, and its next RTS tells s so */
+    for (i = 0; i < 4 + 2; ++i) {
+        memset(&rr, 0, sizeof(rr));
+        rparam.user_data = &rr;
+        rreq = ucp_tag_recv_nbx(fx->s.worker, fx->rbuf[3], BIG, TAG,
+                                MASK_FULL, &rparam);
+        assert_false(UCS_PTR_IS_ERR(rreq));
+        post_send(fx, &fx->r, 3, BIG, 0, &sr);
+        wait_both(fx, &rr);
+        ucp_request_free(rreq);
+    }
+    assert_int_equal(counters(&fx->s).stop_recv, 1);
+
+    /* forward direction: an RTR is waiting, but the sender declines it */
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    wait_both(fx, &rr);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, rtr_declined), 1);
+    assert_int_equal(S_DELTA(fx, rtr_used), 0);
+    ucp_request_free(rreq);
+}
+
 static int run_group(const char *transports)
 {
     const struct CMUnitTest tests[] = {
@@ -727,6 +767,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_destroy_with_rtr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adaptation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_decline_when_stopped_back, setup, teardown),
     };
     size_t count = sizeof(tests) / sizeof(tests[0]);
     char name[64];
