@@ -131,12 +131,18 @@ $(PINGPONG): $(REPO)/test/mpi/pingpong_verify.c
 	@mkdir -p $(@D)
 	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
 
+SPEC_STRESS = $(BUILD_DIR)/test/mpi/spec_stress.rdma
+$(SPEC_STRESS): $(REPO)/test/mpi/spec_stress.c
+	@mkdir -p $(@D)
+	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
+
 check-rdma: build
 	@$(REPO)/contrib/install-deps rdma
-	@$(MAKE) --no-print-directory $(PINGPONG)
+	@$(MAKE) --no-print-directory $(PINGPONG) $(SPEC_STRESS)
 	@rc=0; $(REPO)/test/rdma/selftest || rc=1; \
-	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 900 -- \
-	    $(REPO)/test/rdma/check $(PREFIX) $(PINGPONG) || rc=1; exit $$rc
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 1200 -- \
+	    $(REPO)/test/rdma/check $(PREFIX) $(PINGPONG) $(SPEC_STRESS) || rc=1; \
+	exit $$rc
 
 # ------------------------------------------------------------- benchmarks
 # Figures go to perf/results/ as CSV, a markdown table and a PNG.  Those made
