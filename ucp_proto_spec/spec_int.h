@@ -121,9 +121,7 @@ typedef struct {
 } ucp_proto_spec_rtrq_entry_t;
 
 enum {
-    UCP_PROTO_SPEC_TX_STOPPED = UCS_BIT(0), /* adaptation: no RTR wanted */
-    UCP_PROTO_SPEC_TX_SAY_STOP   = UCS_BIT(1), /* piggyback on next RTS */
-    UCP_PROTO_SPEC_TX_SAY_RESUME = UCS_BIT(2)
+    UCP_PROTO_SPEC_TX_STOPPED = UCS_BIT(0)  /* adaptation: no RTR wanted */
 };
 
 /* Sender side: one (endpoint, tag) */
@@ -174,9 +172,8 @@ typedef struct {
 enum {
     UCP_PROTO_SPEC_RREQ_RTR      = UCS_BIT(0), /* an RTR is outstanding */
     UCP_PROTO_SPEC_RREQ_SENT     = UCS_BIT(1), /* ... and has left */
-    UCP_PROTO_SPEC_RREQ_DEAD     = UCS_BIT(2), /* receive gone before send */
-    UCP_PROTO_SPEC_RREQ_REVOKING = UCS_BIT(3),
-    UCP_PROTO_SPEC_RREQ_CANCEL   = UCS_BIT(4)  /* user cancel is deferred */
+    UCP_PROTO_SPEC_RREQ_REVOKING = UCS_BIT(2),
+    UCP_PROTO_SPEC_RREQ_CANCEL   = UCS_BIT(3)  /* user cancel is deferred */
 };
 
 /* Receiver side: speculative state of one posted receive (rreq->recv.spec) */
@@ -240,12 +237,6 @@ typedef struct ucp_proto_spec_worker {
 } ucp_proto_spec_worker_t;
 
 
-#define UCP_PROTO_SPEC_COUNT(_spec, _field, _n) \
-    do { \
-        (_spec)->cnt._field += (_n); \
-    } while (0)
-
-
 /* spec_env.c */
 ucp_proto_spec_tx_env_t *
 ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
@@ -268,7 +259,6 @@ int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 /* spec_worker.c */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
                                      const void *hdr, size_t length);
-ucp_proto_spec_worker_t *ucp_proto_spec_get(ucp_worker_h worker);
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
 
 /* spec_recv.c */

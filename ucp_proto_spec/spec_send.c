@@ -35,6 +35,13 @@
 #include <inttypes.h>
 
 
+static void ucp_proto_spec_rtr_dropped(ucp_proto_spec_worker_t *spec,
+                                       uint64_t *reason)
+{
+    ++*reason;
+    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_DROPPED, 1);
+}
+
 static uint64_t ucp_proto_spec_tx_pos(const ucp_proto_spec_tx_env_t *env)
 {
     return env->epoch | (env->next & UCP_PROTO_SPEC_INDEX_MASK);
@@ -196,13 +203,13 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
 
     if ((entry->length < sreq->send.length) || !ucp_proto_spec_send_fits(sreq)) {
         /* a short receive buffer is truncation: the RTS path reports it */
-        ++spec->cnt.rtr_drop_unfit;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_unfit);
         ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
         goto out_rts;
     }
 
     if (ucp_proto_spec_decline(spec, sreq)) {
-        ++spec->cnt.rtr_declined;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_declined);
         ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
         goto out_rts;
     }
@@ -285,11 +292,11 @@ static void ucp_proto_spec_count_late_rtr(ucp_proto_spec_worker_t *spec,
                                           uint64_t index)
 {
     if ((env->next - index) > 64) {
-        ++spec->cnt.rtr_drop_stale;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stale);
     } else if (env->rndv_bits & UCS_BIT(index % 64)) {
-        ++spec->cnt.rtr_drop_crossed;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_crossed);
     } else {
-        ++spec->cnt.rtr_drop_eager;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_eager);
     }
 }
 
@@ -311,23 +318,27 @@ ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
 
     ++spec->cnt.rtr_recv;
     UCP_WORKER_GET_VALID_EP_BY_ID(&ep, worker, hdr->ep_id,
-                                  { ++spec->cnt.rtr_drop_stale; return UCS_OK; },
+                                  {
+                                      ucp_proto_spec_rtr_dropped(
+                                              spec, &spec->cnt.rtr_drop_stale);
+                                      return UCS_OK;
+                                  },
                                   "SPEC_RTR");
 
     env = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 1);
     if (env == NULL) {
-        ++spec->cnt.rtr_drop_overflow;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
         return UCS_OK;
     }
 
     index = hdr->pos & UCP_PROTO_SPEC_INDEX_MASK;
     if ((hdr->pos & ~UCP_PROTO_SPEC_INDEX_MASK) != env->epoch) {
-        ++spec->cnt.rtr_drop_stale;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stale);
         return UCS_OK;
     }
 
     if (env->flags & UCP_PROTO_SPEC_TX_STOPPED) {
-        ++spec->cnt.rtr_drop_stopped;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stopped);
         return UCS_OK;
     }
 
@@ -338,14 +349,14 @@ ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
     }
 
     if (env->rtrq_length >= spec->config.rtr_queue_max) {
-        ++spec->cnt.rtr_drop_overflow;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
         return UCS_OK;
     }
 
     rkey_length = length - sizeof(*hdr);
     entry       = ucs_malloc(sizeof(*entry) + rkey_length, "spec_rtrq");
     if (entry == NULL) {
-        ++spec->cnt.rtr_drop_overflow;
+        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
         return UCS_OK;
     }
 

@@ -39,11 +39,6 @@ static ucs_stats_class_t ucp_proto_spec_stats_class = {
 #endif
 
 
-ucp_proto_spec_worker_t *ucp_proto_spec_get(ucp_worker_h worker)
-{
-    return worker->spec;
-}
-
 /* Whether UCX_SPEC_RNDV and the context allow speculation at all; the
  * per-endpoint conditions (put lanes, no tag offload) are checked per RTR */
 static int ucp_proto_spec_enabled(ucp_context_h context,
