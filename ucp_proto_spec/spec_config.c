@@ -99,7 +99,9 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
 
   {"EARLY_PROGRESS", "y",
    "One progress pass when a receive or send predicted to be rendezvous is\n"
-   "posted, so that an RTS or RTR that already arrived is found at once.",
+   "posted, so that an RTS or RTR that already arrived is found at once. Never\n"
+   "from inside a callback; only in builds with assertions (Debian's), where\n"
+   "UCP keeps the state that tells.",
    ucs_offsetof(ucp_proto_spec_config_t, early_progress), UCS_CONFIG_TYPE_BOOL},
 
   {"ADAPT_THRESH", "0.8",

@@ -220,8 +220,11 @@ ucs_status_t ucp_proto_spec_worker_counters(ucp_worker_h worker,
 
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec)
 {
-    /* Not from inside a callback: UCP's progress is not re-entrant */
-    if (!spec->config.early_progress || spec->worker->inprogress) {
+    /* Not from inside a callback: UCP's progress is not re-entrant, and
+     * worker->inprogress, which tells, is kept only with assertions on (as
+     * in Debian's build); without them there is no early pass */
+    if (!spec->config.early_progress || !UCS_ENABLE_ASSERT ||
+        spec->worker->inprogress) {
         return;
     }
 
