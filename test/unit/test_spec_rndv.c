@@ -39,6 +39,12 @@ typedef struct {
 } side_t;
 
 typedef struct {
+    int                 done;
+    ucs_status_t        status;
+    ucp_tag_recv_info_t info;
+} req_t;
+
+typedef struct {
     side_t                    s, r;    /* sender, receiver */
     side_t                    s2;      /* a second sender, if opened */
     ucp_proto_spec_counters_t s0, r0;  /* counters after the warm-up */
@@ -46,13 +52,10 @@ typedef struct {
     uint8_t                  *rbuf[MAX_MSGS];
     void                     *sreqs[4 * MAX_MSGS]; /* freed at teardown */
     unsigned                  num_sreqs;
+    req_t                     sstate[4 * MAX_MSGS];
+    unsigned                  num_sstates;
 } fx_t;
 
-typedef struct {
-    int                 done;
-    ucs_status_t        status;
-    ucp_tag_recv_info_t info;
-} req_t;
 
 static const char *tls;
 
@@ -153,9 +156,11 @@ static void check_data(fx_t *fx, unsigned slot, unsigned m, size_t len,
     }
 }
 
-static void post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync,
-                      req_t *req)
+/* The completion state lives in the fixture: a send may complete only in
+ * teardown, after its test returned */
+static req_t *post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync)
 {
+    req_t *req = &fx->sstate[fx->num_sstates++];
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                         UCP_OP_ATTR_FIELD_USER_DATA,
@@ -164,6 +169,7 @@ static void post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync,
     };
     ucs_status_ptr_t sp;
 
+    assert_true(fx->num_sstates <= (4 * MAX_MSGS));
     memset(req, 0, sizeof(*req));
     fill(fx->sbuf[m], len, m);
     sp = sync ? ucp_tag_send_sync_nbx(s->ep, fx->sbuf[m], len, TAG, &param) :
@@ -176,6 +182,7 @@ static void post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync,
         assert_true(fx->num_sreqs < (4 * MAX_MSGS));
         fx->sreqs[fx->num_sreqs++] = sp;
     }
+    return req;
 }
 
 static void *post_recv(fx_t *fx, unsigned slot, size_t len, ucp_tag_t mask,
@@ -214,7 +221,7 @@ static int setup(void **state)
 {
     fx_t *fx = calloc(1, sizeof(*fx));
     unsigned i;
-    req_t sr, rr;
+    req_t *sr, rr;
     void *rreq;
 
     for (i = 0; i < MAX_MSGS; ++i) {
@@ -228,11 +235,11 @@ static int setup(void **state)
     connect_sides(&fx->r, &fx->s);
 
     /* Warm-up, sender first: the RTS teaches the receiver the envelope */
-    post_send(fx, &fx->s, 0, BIG, 0, &sr);
+    sr = post_send(fx, &fx->s, 0, BIG, 0);
     progress(&fx->s, 10);
     rreq = post_recv(fx, 0, BIG, MASK_FULL, &rr);
     wait_both(fx, &rr);
-    wait_both(fx, &sr);
+    wait_both(fx, sr);
     ucp_request_free(rreq);
     check_data(fx, 0, 0, BIG, BIG);
 
@@ -287,6 +294,12 @@ static int teardown(void **state)
         ucp_request_free(fx->sreqs[i]);
     }
 
+    /* every send of the scenario completed, and completed well */
+    for (i = 0; i < fx->num_sstates; ++i) {
+        assert_true(fx->sstate[i].done);
+        assert_int_equal(fx->sstate[i].status, UCS_OK);
+    }
+
     if (fx->s2.worker != NULL) {
         close_side(&fx->s2, &fx->r);
     }
@@ -306,20 +319,20 @@ static int teardown(void **state)
 static void test_fig3_receiver_first(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t *sr, rr;
     void *rreq;
 
     rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
     assert_int_equal(R_DELTA(fx, rtr_sent), 1);
 
     progress(&fx->s, 10);                   /* the RTR arrives */
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    sr = post_send(fx, &fx->s, 1, BIG, 0);
     progress(&fx->s, 100);
 
     assert_int_equal(S_DELTA(fx, rtr_used), 1);
     assert_int_equal(S_DELTA(fx, rtr_ack_sent), 1);
     assert_int_equal(S_DELTA(fx, rts_trailer_sent), 0);
-    assert_true(sr.done);
+    assert_true(sr->done);
     check_data(fx, 1, 1, BIG, BIG); /* the receiver has not progressed */
 
     wait_both(fx, &rr);
@@ -336,18 +349,18 @@ static void test_fig3_receiver_first(void **state)
 static void test_fig7_case1(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t *sr2, rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr1);   /* takes RTR 1 */
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);   /* RTS: no RTR for it yet */
+    post_send(fx, &fx->s, 1, BIG, 0);   /* takes RTR 1 */
+    sr2 = post_send(fx, &fx->s, 2, BIG, 0);   /* RTS: no RTR for it yet */
     rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2); /* RTR 2 */
 
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
-    wait_both(fx, &sr2);
+    wait_both(fx, sr2);
     check_data(fx, 1, 1, BIG, BIG);
     check_data(fx, 2, 2, BIG, BIG);
     assert_int_equal(R_DELTA(fx, rtr_sent), 2);
@@ -364,18 +377,18 @@ static void test_fig7_case1(void **state)
 static void test_fig7_case2(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t *sr1, rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr1);   /* before RTR 1 is seen */
+    sr1 = post_send(fx, &fx->s, 1, BIG, 0);   /* before RTR 1 is seen */
     rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
     progress(&fx->s, 10);                     /* RTR 1 dropped, RTR 2 kept */
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);   /* takes RTR 2 */
+    post_send(fx, &fx->s, 2, BIG, 0);   /* takes RTR 2 */
 
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
-    wait_both(fx, &sr1);
+    wait_both(fx, sr1);
     check_data(fx, 1, 1, BIG, BIG);
     check_data(fx, 2, 2, BIG, BIG);
     assert_int_equal(S_DELTA(fx, rtr_drop_crossed), 1);
@@ -390,7 +403,7 @@ static void test_fig7_case2(void **state)
 static void test_fig9_wildcard_ahead(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, 0, &rr1);                  /* any tag */
@@ -398,8 +411,8 @@ static void test_fig9_wildcard_ahead(void **state)
     assert_int_equal(R_DELTA(fx, rtr_sent), 0);
     assert_int_equal(R_DELTA(fx, blocked), 1);
 
-    post_send(fx, &fx->s, 1, BIG, 0, &sr1);
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    post_send(fx, &fx->s, 1, BIG, 0);
+    post_send(fx, &fx->s, 2, BIG, 0);
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
     check_data(fx, 1, 1, BIG, BIG);
@@ -415,7 +428,7 @@ static void test_fig9_wildcard_ahead(void **state)
 static void test_fig9_eager_predicted_ahead(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, SMALL, MASK_FULL, &rr1);
@@ -423,8 +436,8 @@ static void test_fig9_eager_predicted_ahead(void **state)
     assert_int_equal(R_DELTA(fx, rtr_sent), 1);
 
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    post_send(fx, &fx->s, 1, SMALL, 0);
+    post_send(fx, &fx->s, 2, BIG, 0);
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
     check_data(fx, 1, 1, SMALL, SMALL);
@@ -440,14 +453,14 @@ static void test_fig9_eager_predicted_ahead(void **state)
 static void test_fig10_mispredicted(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);  /* RTR 1 */
     rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);  /* RTR 2 */
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);   /* eager: drops RTR 1 */
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);     /* takes RTR 2, not 1 */
+    post_send(fx, &fx->s, 1, SMALL, 0);   /* eager: drops RTR 1 */
+    post_send(fx, &fx->s, 2, BIG, 0);     /* takes RTR 2, not 1 */
 
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
@@ -465,17 +478,17 @@ static void test_fig10_mispredicted(void **state)
 static void test_fig10_rtr_late(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
-    post_send(fx, &fx->s, 1, SMALL, 0, &sr1);
+    post_send(fx, &fx->s, 1, SMALL, 0);
     progress(&fx->s, 10);
     assert_int_equal(S_DELTA(fx, rtr_drop_eager), 1);
 
     rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    post_send(fx, &fx->s, 2, BIG, 0);
 
     wait_both(fx, &rr1);
     wait_both(fx, &rr2);
@@ -491,12 +504,12 @@ static void test_fig10_rtr_late(void **state)
 static void test_buffer_larger(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t rr;
     void *rreq;
 
     rreq = post_recv(fx, 1, 2 * BIG, MASK_FULL, &rr);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    post_send(fx, &fx->s, 1, BIG, 0);
     wait_both(fx, &rr);
     assert_int_equal(S_DELTA(fx, rtr_used), 1);
     assert_int_equal(rr.info.length, BIG);
@@ -509,14 +522,14 @@ static void test_buffer_larger(void **state)
 static void test_buffer_smaller(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t *sr, rr;
     void *rreq;
 
     rreq = post_recv(fx, 1, BIG / 2, MASK_FULL, &rr);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    sr = post_send(fx, &fx->s, 1, BIG, 0);
     wait_both(fx, &rr);
-    wait_both(fx, &sr);
+    wait_both(fx, sr);
     assert_int_equal(S_DELTA(fx, rtr_drop_unfit), 1);
     assert_int_equal(S_DELTA(fx, rtr_used), 0);
     assert_int_equal(rr.status, UCS_ERR_MESSAGE_TRUNCATED);
@@ -527,14 +540,14 @@ static void test_buffer_smaller(void **state)
 static void test_sync_send(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t *sr, rr;
     void *rreq;
 
     rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 1, &sr);
+    sr = post_send(fx, &fx->s, 1, BIG, 1);
     wait_both(fx, &rr);
-    wait_both(fx, &sr);
+    wait_both(fx, sr);
     assert_int_equal(S_DELTA(fx, rtr_drop_unfit), 1);
     assert_int_equal(S_DELTA(fx, rts_trailer_sent), 1);
     check_data(fx, 1, 1, BIG, BIG);
@@ -554,7 +567,7 @@ static void test_iov_recv(void **state)
         .datatype     = ucp_dt_make_iov()
     };
     uint8_t expect[BIG];
-    req_t sr, rr;
+    req_t rr;
     void *rreq;
 
     memset(&rr, 0, sizeof(rr));
@@ -568,7 +581,7 @@ static void test_iov_recv(void **state)
     assert_false(UCS_PTR_IS_ERR(rreq));
     assert_int_equal(R_DELTA(fx, rtr_sent), 0);
 
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    post_send(fx, &fx->s, 1, BIG, 0);
     wait_both(fx, &rr);
     fill(expect, BIG, 1);
     assert_memory_equal(fx->rbuf[1], expect, BIG / 2);
@@ -582,7 +595,7 @@ static void test_iov_recv(void **state)
 static void test_cancel_revokes(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
@@ -597,7 +610,7 @@ static void test_cancel_revokes(void **state)
     assert_true(rr1.done);
     assert_int_equal(rr1.status, UCS_ERR_CANCELED);
 
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    post_send(fx, &fx->s, 1, BIG, 0);
     wait_both(fx, &rr2);
     check_data(fx, 2, 1, BIG, BIG);
     assert_int_equal(S_DELTA(fx, rtr_used), 0);
@@ -610,14 +623,14 @@ static void test_cancel_revokes(void **state)
 static void test_cancel_too_late(void **state)
 {
     fx_t *fx = *state;
-    req_t sr1, sr2, rr1, rr2;
+    req_t rr1, rr2;
     void *rreq1, *rreq2;
 
     rreq1 = post_recv(fx, 1, BIG, MASK_FULL, &rr1);
     rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr1);
-    post_send(fx, &fx->s, 2, BIG, 0, &sr2);
+    post_send(fx, &fx->s, 1, BIG, 0);
+    post_send(fx, &fx->s, 2, BIG, 0);
     ucp_request_cancel(fx->r.worker, rreq1);
 
     wait_both(fx, &rr1);
@@ -654,13 +667,13 @@ static void test_destroy_with_rtr(void **state)
 static void test_second_sender(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t rr;
     void *rreq;
     int spin;
 
     open_side(&fx->s2);
     connect_sides(&fx->s2, &fx->r);
-    post_send(fx, &fx->s2, 1, BIG, 0, &sr);
+    post_send(fx, &fx->s2, 1, BIG, 0);
     /* the second sender's RTS arrives unexpected (after its wireup) */
     for (spin = 0; (R_DELTA(fx, conflicts) == 0) && (spin < 10000); ++spin) {
         progress(&fx->s2, 1);
@@ -674,7 +687,7 @@ static void test_second_sender(void **state)
 
     rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
     assert_int_equal(R_DELTA(fx, rtr_sent), 0);
-    post_send(fx, &fx->s, 2, BIG, 0, &sr);
+    post_send(fx, &fx->s, 2, BIG, 0);
     wait_both(fx, &rr);
     check_data(fx, 1, 2, BIG, BIG);
     ucp_request_free(rreq);
@@ -686,15 +699,15 @@ static void test_second_sender(void **state)
 static void test_adaptation(void **state)
 {
     fx_t *fx = *state;
-    req_t sr, rr;
+    req_t *sr, rr;
     void *rreq;
     unsigned i;
 
     for (i = 0; i < 4 + 2 + 1; ++i) {
         rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
-        post_send(fx, &fx->s, 1, BIG, 0, &sr); /* before the RTR: crosses */
+        sr = post_send(fx, &fx->s, 1, BIG, 0); /* before the RTR: crosses */
         wait_both(fx, &rr);
-        wait_both(fx, &sr);
+        wait_both(fx, sr);
         progress(&fx->s, 10);
         check_data(fx, 1, 1, BIG, BIG);
         ucp_request_free(rreq);
@@ -719,7 +732,7 @@ static void test_decline_when_stopped_back(void **state)
                         UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.recv      = recv_cb
     };
-    req_t sr, rr;
+    req_t rr;
     void *rreq;
     unsigned i;
 
@@ -731,7 +744,7 @@ static void test_decline_when_stopped_back(void **state)
         rreq = ucp_tag_recv_nbx(fx->s.worker, fx->rbuf[3], BIG, TAG,
                                 MASK_FULL, &rparam);
         assert_false(UCS_PTR_IS_ERR(rreq));
-        post_send(fx, &fx->r, 3, BIG, 0, &sr);
+        post_send(fx, &fx->r, 3, BIG, 0);
         wait_both(fx, &rr);
         ucp_request_free(rreq);
     }
@@ -740,7 +753,7 @@ static void test_decline_when_stopped_back(void **state)
     /* forward direction: an RTR is waiting, but the sender declines it */
     rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
     progress(&fx->s, 10);
-    post_send(fx, &fx->s, 1, BIG, 0, &sr);
+    post_send(fx, &fx->s, 1, BIG, 0);
     wait_both(fx, &rr);
     check_data(fx, 1, 1, BIG, BIG);
     assert_int_equal(S_DELTA(fx, rtr_declined), 1);
