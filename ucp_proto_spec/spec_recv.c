@@ -239,6 +239,19 @@ static void ucp_proto_spec_rreq_free(ucp_proto_spec_worker_t *spec,
     ucs_free(sr);
 }
 
+/* The receive no longer has an RTR out: the envelope stops counting it */
+static void ucp_proto_spec_rtr_detach(ucp_proto_spec_rreq_t *sr)
+{
+    ucs_list_del(&sr->rtr_list);
+    --sr->env->rtr_count;
+    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
+        --sr->env->revokes;
+    }
+
+    sr->flags &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
+                   UCP_PROTO_SPEC_RREQ_REVOKING);
+}
+
 /* The RTR is dead at the sender, or never left: release what it held.  With
  * id_released the carrier's id is already gone (endpoint purge). */
 static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
@@ -262,15 +275,19 @@ static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
     }
 
     ucp_request_recv_buffer_dereg(sr->rreq);
-    ucs_list_del(&sr->rtr_list);
-    --sr->env->rtr_count;
-    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
-        --sr->env->revokes;
-    }
-
     sr->rtr_req = NULL;
-    sr->flags  &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
-                    UCP_PROTO_SPEC_RREQ_REVOKING);
+    ucp_proto_spec_rtr_detach(sr);
+}
+
+/* The RTR is dead and the receive stays posted; its state goes too unless a
+ * deferred cancel still needs it */
+static void ucp_proto_spec_rtr_dead(ucp_proto_spec_worker_t *spec,
+                                    ucp_proto_spec_rreq_t *sr, int id_released)
+{
+    ucp_proto_spec_rtr_release(spec, sr, id_released);
+    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+        ucp_proto_spec_rreq_free(spec, sr);
+    }
 }
 
 void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
@@ -517,19 +534,15 @@ ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
 
     /* The RTR-ACK stands for the message in the envelope's order */
     ++sr->env->arrivals;
-    ucs_list_del(&sr->rtr_list);
-    --sr->env->rtr_count;
     if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
         /* taken before the revoke reached the sender: a cancel ahead fails */
-        --sr->env->revokes;
         sr->env->flags |= UCP_PROTO_SPEC_RX_TAKEN;
     }
     if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
         ++spec->cnt.cancel_failed;
     }
 
-    sr->flags           &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
-                             UCP_PROTO_SPEC_RREQ_REVOKING);
+    ucp_proto_spec_rtr_detach(sr);
     carrier->send.buffer = NULL; /* UCX's ATP or purge finishes the carrier */
     ucp_proto_spec_rreq_free(spec, sr);
     ++spec->cnt.rtr_ack_recv;
@@ -538,15 +551,19 @@ ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
     return UCS_OK;
 }
 
-/* All REVOKE-ACKs of the envelope are in: no RTR behind the cancelled
- * receives can be used any more, unless one was taken meanwhile, in which
- * case the cancels fail (the receives stay posted, MPI allows it) */
+/* Once every revoked RTR of the envelope is known dead, none behind the
+ * cancelled receives can be used any more, unless one was taken meanwhile,
+ * in which case the cancels fail (the receives stay posted, MPI allows it) */
 static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
                                           ucp_proto_spec_rx_env_t *env)
 {
     int taken = !!(env->flags & UCP_PROTO_SPEC_RX_TAKEN);
     ucp_proto_spec_rreq_t *sr, *tmp;
     ucp_request_t *rreq;
+
+    if ((env->revokes != 0) || !(env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
+        return;
+    }
 
     env->flags &= ~(UCP_PROTO_SPEC_RX_REVOKING | UCP_PROTO_SPEC_RX_TAKEN);
     ucs_list_for_each_safe(sr, tmp, &env->cancels, cancel_list) {
@@ -585,17 +602,12 @@ ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
     ucs_list_for_each(sr, &env->rtrs, rtr_list) {
         if ((sr->pos == hdr->pos) &&
             (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
-            ucp_proto_spec_rtr_release(spec, sr, 0);
-            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
-                ucp_proto_spec_rreq_free(spec, sr);
-            }
+            ucp_proto_spec_rtr_dead(spec, sr, 0);
             break;
         }
     }
 
-    if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
-        ucp_proto_spec_finish_cancels(spec, env);
-    }
+    ucp_proto_spec_finish_cancels(spec, env);
 
     return UCS_OK;
 }
@@ -635,11 +647,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
 
         if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
             /* never left: nothing to ask the sender */
-            ucp_proto_spec_rtr_release(spec, sr, 0);
-            if ((sr->rreq != rreq) &&
-                !(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
-                ucp_proto_spec_rreq_free(spec, sr);
-            }
+            ucp_proto_spec_rtr_dead(spec, sr, 0);
             continue;
         }
 
@@ -713,15 +721,8 @@ int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
     ucs_debug("spec: RTR of receive %p dropped with its endpoint: %s",
               sr->rreq, ucs_status_string(status));
     sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
-    ucp_proto_spec_rtr_release(spec, sr, 1);
-    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
-        ucp_proto_spec_rreq_free(spec, sr);
-    }
-
-    if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
-        ucp_proto_spec_finish_cancels(spec, env);
-    }
-
+    ucp_proto_spec_rtr_dead(spec, sr, 1);
+    ucp_proto_spec_finish_cancels(spec, env);
     return 1;
 }
 
@@ -741,14 +742,9 @@ void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
 
             ucs_debug("spec: RTR of receive %p dropped with endpoint %p",
                       sr->rreq, ep);
-            ucp_proto_spec_rtr_release(spec, sr, 0);
-            if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
-                ucp_proto_spec_rreq_free(spec, sr);
-            }
+            ucp_proto_spec_rtr_dead(spec, sr, 0);
         }
 
-        if ((env->revokes == 0) && (env->flags & UCP_PROTO_SPEC_RX_REVOKING)) {
-            ucp_proto_spec_finish_cancels(spec, env);
-        }
+        ucp_proto_spec_finish_cancels(spec, env);
     }
 }
