@@ -8,9 +8,8 @@
 #  include "config.h"
 #endif
 
-#include "specrdv_iface.h"
-#include "specrdv_md.h"
-#include "shm/specrdv_shm_iface.h"
+#include "specrdv_ep.h"
+#include "specrdv_writer.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
@@ -56,10 +55,6 @@ static ucs_config_field_t uct_specrdv_iface_config_table[] = {
      "Bandwidth estimate the transport reports to UCP for protocol selection.",
      ucs_offsetof(uct_specrdv_iface_config_t, bandwidth), UCS_CONFIG_TYPE_BW},
 
-    {"", "", NULL,
-     ucs_offsetof(uct_specrdv_iface_config_t, shm),
-     UCS_CONFIG_TYPE_TABLE(uct_specrdv_shm_config_table)},
-
     {NULL}
 };
 
@@ -104,16 +99,146 @@ uct_specrdv_iface_check_config(const uct_specrdv_iface_config_t *config)
 void uct_specrdv_iface_query(uct_specrdv_iface_t *iface,
                              uct_iface_attr_t *iface_attr)
 {
+    size_t max_payload = uct_specrdv_iface_max_payload(iface);
+
     uct_base_iface_query(&iface->super, iface_attr);
+    iface_attr->ep_addr_len            = 0;
+    iface_attr->max_conn_priv          = 0;
+    iface_attr->cap.am.max_short       = max_payload;
+    iface_attr->cap.am.max_bcopy       = max_payload;
+    iface_attr->cap.am.min_zcopy       = 0;
+    iface_attr->cap.am.max_zcopy       = max_payload;
+    iface_attr->cap.am.max_hdr         = max_payload;
+    iface_attr->cap.am.max_iov         = UCT_SPECRDV_MAX_IOV;
+    iface_attr->cap.am.opt_zcopy_align = UCS_SYS_CACHE_LINE_SIZE;
+    iface_attr->cap.am.align_mtu       = UCS_SYS_CACHE_LINE_SIZE;
+    iface_attr->cap.flags              = UCT_IFACE_FLAG_AM_SHORT |
+                                         UCT_IFACE_FLAG_AM_BCOPY |
+                                         UCT_IFACE_FLAG_AM_ZCOPY |
+                                         UCT_IFACE_FLAG_PENDING |
+                                         UCT_IFACE_FLAG_CB_SYNC |
+                                         UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                         UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    iface_attr->bandwidth.dedicated    = iface->config.bandwidth;
+    iface_attr->bandwidth.shared       = 0;
+    iface_attr->priority               = 0;
+}
+
+static ucs_status_t
+uct_specrdv_iface_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                          const uct_specrdv_hdr_t *hdr, void *payload,
+                          unsigned am_flags)
+{
+    uct_specrdv_iface_t *iface = ucs_container_of(conns, uct_specrdv_iface_t,
+                                                  conns);
+
+    if (am_flags & UCT_CB_PARAM_FLAG_DESC) {
+        uct_recv_desc(UCS_PTR_BYTE_OFFSET(payload,
+                                          -(ptrdiff_t)iface->rx_headroom)) =
+                &iface->release_desc;
+    }
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, hdr->am_id,
+                       payload, hdr->length, "RX: AM psn %u", hdr->psn);
+    return uct_iface_invoke_am(&iface->super, hdr->am_id, payload, hdr->length,
+                               am_flags);
+}
+
+static void uct_specrdv_iface_peer_failed(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *peer,
+                                          ucs_status_t status)
+{
+    uct_specrdv_iface_t *iface = ucs_container_of(conns, uct_specrdv_iface_t,
+                                                  conns);
+    uct_specrdv_ep_t *ep;
+
+    ucs_list_for_each(ep, &peer->eps, list) {
+        uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
+    }
+}
+
+static void uct_specrdv_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    uct_specrdv_iface_t *iface = ucs_container_of(self, uct_specrdv_iface_t,
+                                                  release_desc);
+
+    uct_specrdv_conns_rx_release(&iface->conns, desc);
+}
+
+unsigned uct_specrdv_iface_progress(uct_iface_h tl_iface)
+{
+    uct_specrdv_iface_t *iface = ucs_derived_of(tl_iface, uct_specrdv_iface_t);
+    unsigned count;
+
+    count  = uct_specrdv_conns_poll_rings(&iface->conns);
+    count += iface->conns.ops->poll_fallback(&iface->conns);
+    if (ucs_unlikely(iface->invalidated > 0)) {
+        uct_specrdv_ep_report_invalidated(iface);
+    }
+    if (ucs_unlikely(!ucs_arbiter_is_empty(&iface->arbiter))) {
+        ucs_arbiter_dispatch(&iface->arbiter, 1, uct_specrdv_ep_process_pending,
+                             &count);
+    }
+    return count;
+}
+
+ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp)
+{
+    uct_specrdv_iface_t *iface = ucs_derived_of(tl_iface, uct_specrdv_iface_t);
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+    return UCS_OK;
+}
+
+/* A kept ring slot is the user's descriptor only where it has the alignment
+ * the user asked for; elsewhere the user copies the data out */
+static ucs_status_t
+uct_specrdv_iface_ring_am_flags(const uct_iface_params_t *params,
+                                size_t slot_size, unsigned *am_flags_p)
+{
+    size_t align, align_offset;
+    ucs_status_t status;
+
+    status = uct_iface_param_am_alignment(params, slot_size, 0, 0, &align,
+                                          &align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((align == 0) || !ucs_is_pow2(align) ||
+        ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) &&
+         (params->am_align_offset >= align))) {
+        ucs_error("specrdv: invalid AM alignment %zu, offset %zu", align,
+                  align_offset);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *am_flags_p = ((align <= UCS_SYS_CACHE_LINE_SIZE) &&
+                   ((UCT_SPECRDV_PAYLOAD_OFFSET + align_offset) % align == 0)) ?
+                  UCT_CB_PARAM_FLAG_DESC : 0;
+    return UCS_OK;
 }
 
 UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
-                    uct_iface_internal_ops_t *internal_ops, uct_md_h md,
+                    uct_iface_internal_ops_t *internal_ops,
+                    const uct_specrdv_wire_ops_t *wire_ops, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,
                     const uct_iface_config_t *tl_config)
 {
     const uct_specrdv_iface_config_t *config =
             ucs_derived_of(tl_config, uct_specrdv_iface_config_t);
+    uct_specrdv_conns_params_t conns_params;
+    size_t headroom;
     ucs_status_t status;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
@@ -128,6 +253,33 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
+    headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
+               params->rx_headroom : 0;
+    if (sizeof(uct_specrdv_hdr_t) + sizeof(uct_recv_desc_t*) + headroom >
+        UCT_SPECRDV_PAYLOAD_OFFSET) {
+        ucs_error("specrdv: rx headroom %zu exceeds the %zu bytes a slot "
+                  "reserves", headroom, UCT_SPECRDV_PAYLOAD_OFFSET -
+                  sizeof(uct_specrdv_hdr_t) - sizeof(uct_recv_desc_t*));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    conns_params.ops                 = wire_ops;
+    conns_params.deliver             = uct_specrdv_iface_deliver;
+    conns_params.failed              = uct_specrdv_iface_peer_failed;
+    conns_params.geom.slot_size      = config->slot_size;
+    conns_params.geom.payload_offset = UCT_SPECRDV_PAYLOAD_OFFSET;
+    conns_params.geom.num_slots      = config->ring_slots;
+    conns_params.num_rings           = config->poll_set;
+    conns_params.ring_after          = config->ring_after;
+    conns_params.credit_update       =
+            (config->credit_update == UCS_ULUNITS_AUTO) ?
+            ucs_max(config->ring_slots / 2, 1) : config->credit_update;
+    status = uct_specrdv_iface_ring_am_flags(params, config->slot_size,
+                                             &conns_params.ring_am_flags);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     UCS_CLASS_CALL_SUPER_INIT(
             uct_base_iface_t, ops, internal_ops, md, worker, params,
             tl_config UCS_STATS_ARG(
@@ -135,19 +287,26 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
                             params->stats_root : NULL)
                     UCS_STATS_ARG(params->mode.device.dev_name));
 
-    self->config.ring_slots    = config->ring_slots;
-    self->config.slot_size     = config->slot_size;
-    self->config.poll_set      = config->poll_set;
-    self->config.ring_after    = config->ring_after;
-    self->config.credit_update = (config->credit_update == UCS_ULUNITS_AUTO) ?
-                                 ucs_max(config->ring_slots / 2, 1) :
-                                 config->credit_update;
-    self->config.bandwidth     = config->bandwidth;
+    status = uct_specrdv_conns_init(&self->conns, &conns_params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->config.ring_slots = config->ring_slots;
+    self->config.slot_size  = config->slot_size;
+    self->config.poll_set   = config->poll_set;
+    self->config.bandwidth  = config->bandwidth;
+    self->rx_headroom       = headroom;
+    self->invalidated       = 0;
+    self->release_desc.cb   = uct_specrdv_iface_release_desc;
+    ucs_arbiter_init(&self->arbiter);
     return UCS_OK;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_iface_t)
 {
+    ucs_arbiter_cleanup(&self->arbiter);
+    uct_specrdv_conns_cleanup(&self->conns);
 }
 
 UCS_CLASS_DEFINE(uct_specrdv_iface_t, uct_base_iface_t);
@@ -159,15 +318,7 @@ uct_specrdv_query_tl_devices(uct_md_h tl_md,
 {
     uct_specrdv_md_t *md = ucs_derived_of(tl_md, uct_specrdv_md_t);
 
-    switch (md->type) {
-    case UCT_SPECRDV_MD_TYPE_SHM:
-        return uct_single_device_resource(tl_md, UCT_SPECRDV_SHM_DEVICE_NAME,
-                                          UCT_DEVICE_TYPE_SHM,
-                                          UCS_SYS_DEVICE_ID_UNKNOWN,
-                                          tl_devices_p, num_tl_devices_p);
-    }
-
-    return UCS_ERR_NO_DEVICE;
+    return md->writer->query_devices(tl_md, tl_devices_p, num_tl_devices_p);
 }
 
 /* One transport name for every device: the memory domain picks the writer */
@@ -178,14 +329,16 @@ uct_specrdv_iface_open(uct_md_h tl_md, uct_worker_h worker,
 {
     uct_specrdv_md_t *md = ucs_derived_of(tl_md, uct_specrdv_md_t);
 
-    switch (md->type) {
-    case UCT_SPECRDV_MD_TYPE_SHM:
-        return uct_specrdv_shm_iface_open(tl_md, worker, params, config,
-                                          iface_p);
-    }
-
-    return UCS_ERR_NO_DEVICE;
+    return md->writer->iface_open(tl_md, worker, params, config, iface_p);
 }
+
+/* One transport, so one configuration: the slot protocol's table first, then
+ * each writer's table nested after it at an offset the writer is told */
+static ucs_config_field_t uct_specrdv_tl_config_table[] = {
+    [0]  = {"", "", NULL, 0,
+            UCS_CONFIG_TYPE_TABLE(uct_specrdv_iface_config_table)},
+    [15] = {NULL}
+};
 
 uct_tl_t UCT_TL_NAME(specrdv) = {
     .name          = "specrdv",
@@ -194,9 +347,33 @@ uct_tl_t UCT_TL_NAME(specrdv) = {
     .config        = {
         .name      = "specrdv transport",
         .prefix    = "SPECRDV_",
-        .table     = uct_specrdv_iface_config_table,
+        .table     = uct_specrdv_tl_config_table,
         .size      = sizeof(uct_specrdv_iface_config_t),
     }
 };
 
-UCT_SINGLE_TL_INIT(&uct_specrdv_component, specrdv, ctor,,)
+static void uct_specrdv_tl_config_init(void)
+{
+    ucs_config_field_t *field = &uct_specrdv_tl_config_table[1];
+    uct_specrdv_writer_t **writer;
+    size_t size;
+
+    size = sizeof(uct_specrdv_iface_config_t);
+    for (writer = uct_specrdv_writers; *writer != NULL; ++writer, ++field) {
+        ucs_assert_always(field <
+                          &uct_specrdv_tl_config_table[
+                                  ucs_static_array_size(
+                                          uct_specrdv_tl_config_table) - 1]);
+        (*writer)->config_offset = ucs_align_up(size, UCS_SYS_CACHE_LINE_SIZE);
+        size                     = (*writer)->config_offset +
+                                   (*writer)->config_size;
+        *field                   = uct_specrdv_tl_config_table[0];
+        field->offset            = (*writer)->config_offset;
+        field->parser.arg        = (*writer)->config_table;
+    }
+
+    UCT_TL_NAME(specrdv).config.size = size;
+}
+
+UCT_SINGLE_TL_INIT(&uct_specrdv_component, specrdv, ctor,
+                   uct_specrdv_tl_config_init(),)

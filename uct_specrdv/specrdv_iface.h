@@ -1,17 +1,22 @@
 /**
  * ucx-spec: specrdv interface, the part shared by every writer.
  *
+ * It holds the connection layer (specrdv_conn.h) and is its UCT face:
+ * delivery of active messages, descriptors kept by the user, endpoint errors,
+ * pending requests, progress.  A writer's interface derives from it, opens
+ * the memory its rings live in, and supplies the wire acts.
+ *
  * See file LICENSE for terms.
  */
 
 #ifndef UCT_SPECRDV_IFACE_H_
 #define UCT_SPECRDV_IFACE_H_
 
-#include "specrdv_slot.h"
-#include "shm/specrdv_shm_config.h"
+#include "specrdv_conn.h"
 
 #include <uct/base/uct_iface.h>
 #include <ucs/arch/cpu.h>
+#include <ucs/datastruct/arbiter.h>
 #include <ucs/sys/math.h>
 
 
@@ -27,8 +32,12 @@
 #define UCT_SPECRDV_RING_SLOTS_MIN  2
 #define UCT_SPECRDV_RING_SLOTS_MAX  INT16_MAX
 
+/* Most iov entries a gathered active message takes */
+#define UCT_SPECRDV_MAX_IOV         16
 
-/* The transport's configuration: the slot protocol's knobs, then each writer's */
+
+/* The slot protocol's knobs; each writer's follow in the transport's
+ * configuration (uct_specrdv_writer_config) */
 typedef struct uct_specrdv_iface_config {
     uct_iface_config_t       super;
     unsigned                 ring_slots;
@@ -37,29 +46,47 @@ typedef struct uct_specrdv_iface_config {
     unsigned                 ring_after;
     unsigned long            credit_update;
     double                   bandwidth;
-    uct_specrdv_shm_config_t shm;
 } uct_specrdv_iface_config_t;
 
 
 typedef struct uct_specrdv_iface {
     uct_base_iface_t         super;
+    uct_specrdv_conns_t      conns;
+    ucs_arbiter_t            arbiter;
+    uct_recv_desc_t          release_desc;
+    unsigned                 rx_headroom;
+    unsigned                 invalidated;   /* endpoints to report */
     struct {
         unsigned             ring_slots;    /* slots per ring */
         size_t               slot_size;     /* bytes per slot, all included */
         unsigned             poll_set;      /* rings this interface polls */
-        unsigned             ring_after;    /* fallback sends before a ring */
-        unsigned             credit_update; /* freed slots that force an update */
         double               bandwidth;     /* estimate reported to UCP */
     } config;
 } uct_specrdv_iface_t;
 
 
 UCS_CLASS_DECLARE(uct_specrdv_iface_t, uct_iface_ops_t*,
-                  uct_iface_internal_ops_t*, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const uct_iface_config_t*);
+                  uct_iface_internal_ops_t*, const uct_specrdv_wire_ops_t*,
+                  uct_md_h, uct_worker_h, const uct_iface_params_t*,
+                  const uct_iface_config_t*);
 
 
+/* Largest message: peers with other slots are unreachable, so this holds for
+ * every peer */
+static UCS_F_ALWAYS_INLINE size_t
+uct_specrdv_iface_max_payload(const uct_specrdv_iface_t *iface)
+{
+    return uct_specrdv_conns_max_payload(&iface->conns);
+}
+
+/* What every writer's interface offers: active messages through the rings
+ * and the fallback channel, pending requests, peer failure */
 void uct_specrdv_iface_query(uct_specrdv_iface_t *iface,
                              uct_iface_attr_t *iface_attr);
+
+unsigned uct_specrdv_iface_progress(uct_iface_h tl_iface);
+
+ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp);
 
 #endif

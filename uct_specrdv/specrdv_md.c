@@ -1,5 +1,9 @@
 /**
- * ucx-spec: specrdv memory domains.
+ * ucx-spec: the specrdv component.
+ *
+ * One component, "specrdv", owns the memory domains of every writer: one for
+ * shared memory on this node, and one per RDMA device.  A memory domain knows
+ * its writer, which serves its devices and the interfaces opened on them.
  *
  * See file LICENSE for terms.
  */
@@ -8,13 +12,20 @@
 #  include "config.h"
 #endif
 
-#include "specrdv_md.h"
+#include "specrdv_writer.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/string.h>
-#include <limits.h>
 #include <string.h>
+
+
+/* The writers, listed once */
+extern uct_specrdv_writer_t uct_specrdv_shm_writer;
+
+uct_specrdv_writer_t *uct_specrdv_writers[] = {
+    &uct_specrdv_shm_writer,
+    NULL
+};
 
 
 static ucs_config_field_t uct_specrdv_md_config_table[] = {
@@ -30,98 +41,55 @@ uct_specrdv_query_md_resources(uct_component_t *component,
                                uct_md_resource_desc_t **resources_p,
                                unsigned *num_resources_p)
 {
-    uct_md_resource_desc_t *resources;
+    uct_md_resource_desc_t *resources = NULL, *tmp, *found;
+    unsigned count                    = 0;
+    uct_specrdv_writer_t **writer;
+    ucs_status_t status;
+    unsigned num;
 
-    resources = ucs_calloc(1, sizeof(*resources), "specrdv_md_resources");
-    if (resources == NULL) {
-        return UCS_ERR_NO_MEMORY;
+    for (writer = uct_specrdv_writers; *writer != NULL; ++writer) {
+        status = (*writer)->query_md_resources(&found, &num);
+        if (status != UCS_OK) {
+            ucs_debug("specrdv: %s writer has no memory domain: %s",
+                      (*writer)->name, ucs_status_string(status));
+            continue;
+        }
+
+        tmp = ucs_realloc(resources, (count + num) * sizeof(*resources),
+                          "specrdv_md_resources");
+        if (tmp == NULL) {
+            ucs_free(found);
+            ucs_free(resources);
+            return UCS_ERR_NO_MEMORY;
+        }
+
+        resources = tmp;
+        memcpy(resources + count, found, num * sizeof(*resources));
+        count += num;
+        ucs_free(found);
     }
 
-    ucs_strncpy_zero(resources[0].md_name, UCT_SPECRDV_SHM_MD_NAME,
-                     sizeof(resources[0].md_name));
     *resources_p     = resources;
-    *num_resources_p = 1;
+    *num_resources_p = count;
     return UCS_OK;
-}
-
-static ucs_status_t uct_specrdv_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
-{
-    /* The shm writer's zero-copy operations (CMA) reach any host memory of
-     * the peer by address: registration is a formality and rkeys are empty */
-    memset(md_attr, 0, sizeof(*md_attr));
-    md_attr->cap.flags            = UCT_MD_FLAG_REG;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.max_reg          = ULONG_MAX;
-    md_attr->rkey_packed_size     = 0;
-    md_attr->reg_cost             = ucs_linear_func_make(9e-9, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
-    return UCS_OK;
-}
-
-/* gtest and UCP treat UCT_MEM_HANDLE_NULL as "not registered" */
-#define UCT_SPECRDV_SHM_MEMH ((uct_mem_h)0x5bec7d5)
-
-static ucs_status_t uct_specrdv_md_mem_reg(uct_md_h tl_md, void *address,
-                                           size_t length, unsigned flags,
-                                           uct_mem_h *memh_p)
-{
-    *memh_p = UCT_SPECRDV_SHM_MEMH;
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_specrdv_md_mem_dereg(uct_md_h tl_md,
-                         const uct_md_mem_dereg_params_t *params)
-{
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-
-    if (params->memh != UCT_SPECRDV_SHM_MEMH) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    return UCS_OK;
-}
-
-static void uct_specrdv_md_close(uct_md_h tl_md)
-{
-    ucs_free(ucs_derived_of(tl_md, uct_specrdv_md_t));
 }
 
 static ucs_status_t
 uct_specrdv_md_open(uct_component_t *component, const char *md_name,
                     const uct_md_config_t *config, uct_md_h *md_p)
 {
-    static uct_md_ops_t md_ops = {
-        .close                  = uct_specrdv_md_close,
-        .query                  = uct_specrdv_md_query,
-        .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-        .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
-        .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
-        .mem_reg                = uct_specrdv_md_mem_reg,
-        .mem_dereg              = uct_specrdv_md_mem_dereg,
-        .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-        .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_success,
-        .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-        .detect_memory_type     = ucs_empty_function_return_unsupported
-    };
-    uct_specrdv_md_t *md;
+    uct_specrdv_writer_t **writer;
+    ucs_status_t status;
 
-    if (strcmp(md_name, UCT_SPECRDV_SHM_MD_NAME)) {
-        ucs_error("specrdv: no memory domain named '%s'", md_name);
-        return UCS_ERR_NO_DEVICE;
+    for (writer = uct_specrdv_writers; *writer != NULL; ++writer) {
+        status = (*writer)->md_open(md_name, config, md_p);
+        if (status != UCS_ERR_NO_DEVICE) {
+            return status;
+        }
     }
 
-    md = ucs_calloc(1, sizeof(*md), "uct_specrdv_md_t");
-    if (md == NULL) {
-        ucs_error("specrdv: failed to allocate memory domain");
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    md->super.ops       = &md_ops;
-    md->super.component = &uct_specrdv_component;
-    md->type            = UCT_SPECRDV_MD_TYPE_SHM;
-    *md_p               = &md->super;
-    return UCS_OK;
+    ucs_error("specrdv: no memory domain named '%s'", md_name);
+    return UCS_ERR_NO_DEVICE;
 }
 
 uct_component_t uct_specrdv_component = {

@@ -97,10 +97,10 @@ typedef struct uct_specrdv_ring_rx {
 
 
 /* Sequence numbers of one connection, for both directions */
-typedef struct uct_specrdv_conn {
+typedef struct uct_specrdv_seq {
     uint16_t tx_psn;  /* next PSN this side sends */
     uint16_t rx_esn;  /* next PSN this side delivers */
-} uct_specrdv_conn_t;
+} uct_specrdv_seq_t;
 
 
 ucs_status_t uct_specrdv_ring_geom_check(const uct_specrdv_ring_geom_t *geom);
@@ -200,12 +200,12 @@ uct_specrdv_ring_rx_is_idle(const uct_specrdv_ring_rx_t *rx)
  *         delivered: the peer is broken.
  */
 static UCS_F_ALWAYS_INLINE int
-uct_specrdv_conn_rx_order(uct_specrdv_conn_t *conn, uint16_t psn)
+uct_specrdv_seq_rx_order(uct_specrdv_seq_t *seq, uint16_t psn)
 {
-    int16_t diff = (int16_t)(uint16_t)(psn - conn->rx_esn);
+    int16_t diff = (int16_t)(uint16_t)(psn - seq->rx_esn);
 
     if (ucs_likely(diff == 0)) {
-        ++conn->rx_esn;
+        ++seq->rx_esn;
     }
     return diff;
 }

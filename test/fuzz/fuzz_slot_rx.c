@@ -23,7 +23,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uct_specrdv_ring_geom_t geom = {SLOT, OFFSET, SLOTS};
-    uct_specrdv_conn_t conn            = {0};
+    uct_specrdv_seq_t conn            = {0};
     uct_specrdv_ring_rx_t rx;
     uct_specrdv_hdr_t *hdr;
     uint8_t released[SLOTS];
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (hdr->length > uct_specrdv_ring_max_payload(&geom)) {
             abort();
         }
-        if (uct_specrdv_conn_rx_order(&conn, hdr->psn) != 0) {
+        if (uct_specrdv_seq_rx_order(&conn, hdr->psn) != 0) {
             break;
         }
         index = uct_specrdv_ring_rx_consume(&rx);

@@ -30,8 +30,8 @@ typedef struct {
     uint8_t                 released[SLOTS];
     uct_specrdv_ring_tx_t   tx;
     uct_specrdv_ring_rx_t   rx;
-    uct_specrdv_conn_t      tx_conn;
-    uct_specrdv_conn_t      rx_conn;
+    uct_specrdv_seq_t      tx_conn;
+    uct_specrdv_seq_t      rx_conn;
 } fixture_t;
 
 
@@ -94,7 +94,7 @@ static void receive(fixture_t *f, const void *payload, uint32_t length)
 
     assert_int_equal(uct_specrdv_ring_rx_peek(&f->rx, &hdr), UCS_OK);
     assert_int_equal(hdr->length, length);
-    assert_int_equal(uct_specrdv_conn_rx_order(&f->rx_conn, hdr->psn), 0);
+    assert_int_equal(uct_specrdv_seq_rx_order(&f->rx_conn, hdr->psn), 0);
     assert_memory_equal((uint8_t*)hdr + OFFSET, payload, length);
     index = uct_specrdv_ring_rx_consume(&f->rx);
     uct_specrdv_ring_rx_release(&f->rx, index);
@@ -266,26 +266,26 @@ static void test_credit_exhaustion(void **state)
 static void test_sequence_reordering(void **state)
 {
     fixture_t *f = *state;
-    uct_specrdv_conn_t conn = {0};
+    uct_specrdv_seq_t conn = {0};
     uint16_t fallback_psn   = f->tx_conn.tx_psn++;
     uint8_t payload[4]      = {5, 6, 7, 8};
     uct_specrdv_hdr_t *hdr;
 
     send_whole(f, payload, sizeof(payload));
     assert_int_equal(uct_specrdv_ring_rx_peek(&f->rx, &hdr), UCS_OK);
-    assert_true(uct_specrdv_conn_rx_order(&f->rx_conn, hdr->psn) > 0);
+    assert_true(uct_specrdv_seq_rx_order(&f->rx_conn, hdr->psn) > 0);
     assert_int_equal(f->rx_conn.rx_esn, 0);
 
-    assert_int_equal(uct_specrdv_conn_rx_order(&f->rx_conn, fallback_psn), 0);
+    assert_int_equal(uct_specrdv_seq_rx_order(&f->rx_conn, fallback_psn), 0);
     receive(f, payload, sizeof(payload));
-    assert_true(uct_specrdv_conn_rx_order(&f->rx_conn, fallback_psn) < 0);
+    assert_true(uct_specrdv_seq_rx_order(&f->rx_conn, fallback_psn) < 0);
 
     /* across the 16-bit wrap */
     conn.rx_esn = UINT16_MAX;
-    assert_true(uct_specrdv_conn_rx_order(&conn, 0) > 0);
-    assert_int_equal(uct_specrdv_conn_rx_order(&conn, UINT16_MAX), 0);
-    assert_int_equal(uct_specrdv_conn_rx_order(&conn, 0), 0);
-    assert_true(uct_specrdv_conn_rx_order(&conn, UINT16_MAX) < 0);
+    assert_true(uct_specrdv_seq_rx_order(&conn, 0) > 0);
+    assert_int_equal(uct_specrdv_seq_rx_order(&conn, UINT16_MAX), 0);
+    assert_int_equal(uct_specrdv_seq_rx_order(&conn, 0), 0);
+    assert_true(uct_specrdv_seq_rx_order(&conn, UINT16_MAX) < 0);
 }
 
 static void test_corrupt_header(void **state)

@@ -1,0 +1,706 @@
+/**
+ * ucx-spec: the connection layer, driven through a fake writer.
+ *
+ * The fake writer behaves as an RC verbs writer does: the sender seals slots
+ * in a private mirror and ring_write() copies them to the receiver's ring,
+ * now or later, whole or a prefix at a time; a fallback send lands after
+ * every ring write posted before it (RC orders the two on one QP).  Control
+ * messages (RING) travel through the fallback channel, as the shm writer's
+ * do.  Every test checks what was delivered, byte for byte and in order.
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <uct/specrdv/specrdv_conn.h>
+#include <uct/api/uct.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+
+#define SLOTS      4
+#define SLOT       256
+#define OFFSET     64
+#define RINGS      2
+#define FB_CAP     8
+#define MAX_MSG    (SLOT - OFFSET - 1)
+#define MAX_PEND   64
+#define MAX_LOG    4096
+#define CTRL_RING  7
+
+typedef struct side side_t;
+
+typedef struct fpeer {
+    uct_specrdv_peer_t super;
+    side_t             *self;
+    side_t             *remote;
+    struct fpeer       *twin;       /* the remote side's peer for us */
+    int                tx_ring;
+    uint8_t            mirror[SLOTS * SLOT];
+} fpeer_t;
+
+typedef struct {
+    fpeer_t           *from;
+    uct_specrdv_hdr_t hdr;
+    uint8_t           payload[SLOT];
+} fb_elem_t;
+
+typedef struct {
+    uint8_t *dst;
+    uint8_t *src;
+    size_t  length;
+    size_t  landed;
+} pending_write_t;
+
+typedef struct {
+    fpeer_t  *from;   /* the sender's peer object */
+    uint8_t  am_id;
+    uint32_t length;
+    uint8_t  data[SLOT];
+} delivered_t;
+
+struct side {
+    uct_specrdv_conns_t conns;
+    uint8_t             rx_mem[RINGS * SLOTS * SLOT];
+    int                 ring_owner[RINGS];
+    uint16_t            credit[RINGS];     /* explicit credit words */
+    unsigned            rings_freed;
+    fb_elem_t           fb[FB_CAP];
+    unsigned            fb_head, fb_tail;
+    int                 defer;             /* ring writes wait for land() */
+    pending_write_t     pend[MAX_PEND];
+    unsigned            npend;
+    int                 keep;              /* keep ring descriptors */
+    void                *kept[MAX_LOG];
+    unsigned            nkept;
+    delivered_t         log[MAX_LOG];
+    unsigned            nlog;
+    fpeer_t             *failed;
+    ucs_status_t        failed_status;
+};
+
+
+static side_t *side_of(uct_specrdv_conns_t *conns)
+{
+    return ucs_container_of(conns, side_t, conns);
+}
+
+static fpeer_t *fpeer(uct_specrdv_peer_t *peer)
+{
+    return ucs_container_of(peer, fpeer_t, super);
+}
+
+/* Ring writes posted to @a dst land, whole, in order (the QP's order) */
+static void land_all(side_t *dst)
+{
+    unsigned i;
+
+    for (i = 0; i < dst->npend; ++i) {
+        memcpy(dst->pend[i].dst + dst->pend[i].landed,
+               dst->pend[i].src + dst->pend[i].landed,
+               dst->pend[i].length - dst->pend[i].landed);
+    }
+    dst->npend = 0;
+}
+
+/* The oldest pending write lands up to @a bytes of it */
+static void land_prefix(side_t *dst, size_t bytes)
+{
+    assert_true(dst->npend > 0);
+    memcpy(dst->pend[0].dst, dst->pend[0].src, bytes);
+    dst->pend[0].landed = bytes;
+}
+
+static ucs_status_t fake_connect(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *peer)
+{
+    return UCS_OK;
+}
+
+static ucs_status_t fake_fb_reserve(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *peer,
+                                    uct_specrdv_tx_t *tx)
+{
+    side_t *dst = fpeer(peer)->remote;
+
+    if (dst->fb_tail - dst->fb_head == FB_CAP) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    tx->pos     = dst->fb_tail;
+    tx->payload = dst->fb[tx->pos % FB_CAP].payload;
+    return UCS_OK;
+}
+
+static void fake_fb_post(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                         uct_specrdv_tx_t *tx, const uct_specrdv_hdr_t *hdr)
+{
+    side_t *dst     = fpeer(peer)->remote;
+    fb_elem_t *elem = &dst->fb[tx->pos % FB_CAP];
+
+    assert_int_equal(tx->pos, dst->fb_tail);
+    land_all(dst);
+    elem->from = fpeer(peer);
+    elem->hdr  = *hdr;
+    ++dst->fb_tail;
+}
+
+static int fake_fb_can_send(uct_specrdv_conns_t *conns,
+                            uct_specrdv_peer_t *peer)
+{
+    side_t *dst = fpeer(peer)->remote;
+
+    return dst->fb_tail - dst->fb_head < FB_CAP;
+}
+
+static ucs_status_t fake_ring_request(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *peer)
+{
+    fpeer_t *p  = fpeer(peer);
+    side_t *dst = p->remote;
+    uct_specrdv_tx_t tx;
+    int i;
+
+    if (p->tx_ring < 0) {
+        for (i = 0; (i < dst->conns.num_rings) && dst->ring_owner[i]; ++i) {
+        }
+        if (i == dst->conns.num_rings) {
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        dst->ring_owner[i] = 1;
+        p->tx_ring         = i;
+    }
+
+    if (fake_fb_reserve(conns, peer, &tx) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    tx.ring                 = 0;
+    *(uint32_t*)tx.payload  = p->tx_ring;
+    uct_specrdv_peer_tx_end(conns, peer, &tx, UCT_SPECRDV_MSG_CTRL, CTRL_RING,
+                            sizeof(uint32_t));
+    memset(p->mirror, 0, sizeof(p->mirror));
+    uct_specrdv_ring_tx_init(&peer->tx, p->mirror, &dst->conns.geom);
+    return UCS_OK;
+}
+
+static uint16_t fake_ring_credits(uct_specrdv_conns_t *conns,
+                                  uct_specrdv_peer_t *peer)
+{
+    return fpeer(peer)->remote->credit[fpeer(peer)->tx_ring];
+}
+
+static void fake_ring_write(uct_specrdv_conns_t *conns,
+                            uct_specrdv_peer_t *peer, uint32_t slot,
+                            size_t length)
+{
+    fpeer_t *p       = fpeer(peer);
+    side_t *dst      = p->remote;
+    pending_write_t *w;
+
+    assert_true(length <= SLOT);
+    assert_true(dst->npend < MAX_PEND);
+    w         = &dst->pend[dst->npend++];
+    w->dst    = dst->rx_mem + (p->tx_ring * SLOTS + slot) * SLOT;
+    w->src    = p->mirror + slot * SLOT;
+    w->length = length;
+    w->landed = 0;
+    if (!p->self->defer && !dst->defer) {
+        land_all(dst);
+    }
+}
+
+static void fake_credit_push(uct_specrdv_conns_t *conns,
+                             uct_specrdv_peer_t *peer, unsigned ring,
+                             uint16_t tail)
+{
+    side_of(conns)->credit[ring] = tail;
+}
+
+static void fake_ring_free(uct_specrdv_conns_t *conns, unsigned ring)
+{
+    side_t *s = side_of(conns);
+
+    s->ring_owner[ring] = 0;
+    s->credit[ring]     = 0;
+    ++s->rings_freed;
+}
+
+static void fake_rx_ctrl(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                         const uct_specrdv_hdr_t *hdr, const void *payload)
+{
+    assert_int_equal(hdr->am_id, CTRL_RING);
+    uct_specrdv_conns_rx_ring_open(conns, peer, *(const uint32_t*)payload);
+}
+
+static unsigned fake_poll_fallback(uct_specrdv_conns_t *conns)
+{
+    side_t *s      = side_of(conns);
+    unsigned count = 0;
+    fb_elem_t *elem;
+
+    while (s->fb_head != s->fb_tail) {
+        elem = &s->fb[s->fb_head % FB_CAP];
+        if (uct_specrdv_conns_rx_fallback(conns, &elem->from->twin->super,
+                                          &elem->hdr, elem->payload, MAX_MSG,
+                                          0) == UCT_SPECRDV_RX_HELD) {
+            break;
+        }
+        ++s->fb_head;
+        ++count;
+    }
+    return count;
+}
+
+static const uct_specrdv_wire_ops_t fake_ops = {
+    .connect       = fake_connect,
+    .ring_request  = fake_ring_request,
+    .ring_credits  = fake_ring_credits,
+    .ring_write    = fake_ring_write,
+    .fb_reserve    = fake_fb_reserve,
+    .fb_post       = fake_fb_post,
+    .fb_can_send   = fake_fb_can_send,
+    .credit_push   = fake_credit_push,
+    .ring_free     = fake_ring_free,
+    .rx_ctrl       = fake_rx_ctrl,
+    .poll_fallback = fake_poll_fallback
+};
+
+static ucs_status_t fake_deliver(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *peer,
+                                 const uct_specrdv_hdr_t *hdr, void *payload,
+                                 unsigned am_flags)
+{
+    side_t *s = side_of(conns);
+    delivered_t *d;
+
+    assert_true(s->nlog < MAX_LOG);
+    d         = &s->log[s->nlog++];
+    d->from   = fpeer(peer)->twin;
+    d->am_id  = hdr->am_id;
+    d->length = hdr->length;
+    memcpy(d->data, payload, hdr->length);
+    if (s->keep && (am_flags & UCT_CB_PARAM_FLAG_DESC)) {
+        s->kept[s->nkept++] = payload;
+        return UCS_INPROGRESS;
+    }
+    return UCS_OK;
+}
+
+static void fake_failed(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                        ucs_status_t status)
+{
+    side_of(conns)->failed        = fpeer(peer);
+    side_of(conns)->failed_status = status;
+}
+
+
+static side_t *side_new(unsigned num_rings, unsigned ring_after,
+                        unsigned credit_update)
+{
+    side_t *s                         = calloc(1, sizeof(*s));
+    uct_specrdv_conns_params_t params = {
+        .ops           = &fake_ops,
+        .deliver       = fake_deliver,
+        .failed        = fake_failed,
+        .geom          = {.slot_size      = SLOT,
+                          .payload_offset = OFFSET,
+                          .num_slots      = SLOTS},
+        .num_rings     = num_rings,
+        .ring_after    = ring_after,
+        .credit_update = credit_update,
+        .ring_am_flags = UCT_CB_PARAM_FLAG_DESC
+    };
+
+    assert_non_null(s);
+    assert_int_equal(uct_specrdv_conns_init(&s->conns, &params), UCS_OK);
+    uct_specrdv_conns_set_rx_memory(&s->conns, s->rx_mem, SLOTS * SLOT);
+    return s;
+}
+
+static void side_free(side_t *s)
+{
+    uct_specrdv_conns_cleanup(&s->conns);
+    free(s);
+}
+
+static void peer_init(fpeer_t *p, side_t *self, side_t *remote, fpeer_t *twin,
+                      uint16_t src, const char *name)
+{
+    memset(p, 0, sizeof(*p));
+    uct_specrdv_peer_init(&self->conns, &p->super);
+    snprintf(p->super.name, sizeof(p->super.name), "%s", name);
+    p->super.src = src;
+    p->self      = self;
+    p->remote    = remote;
+    p->twin      = twin;
+    p->tx_ring   = -1;
+}
+
+/* A connection a -> b: pa is a's peer for b, pb b's peer for a */
+static void link_peers(side_t *a, fpeer_t *pa, side_t *b, fpeer_t *pb,
+                       uint16_t src)
+{
+    peer_init(pa, a, b, pb, src, "fake a");
+    peer_init(pb, b, a, pa, 0, "fake b");
+}
+
+static void unlink_peer(side_t *s, fpeer_t *p)
+{
+    uct_specrdv_peer_cleanup(&s->conns, &p->super);
+}
+
+static uint8_t pattern(uint32_t seq, size_t i)
+{
+    return (uint8_t)(seq * 131 + i * 7 + 1);
+}
+
+static size_t msg_length(uint32_t seq)
+{
+    return 4 + (seq * 37) % (MAX_MSG - 4 + 1);
+}
+
+/* Send message @a seq from @a a through @a p; 0 when there is no room */
+static int send_msg(side_t *a, fpeer_t *p, uint32_t seq)
+{
+    size_t length = msg_length(seq);
+    uct_specrdv_tx_t tx;
+    size_t i;
+
+    if (uct_specrdv_peer_tx_begin(&a->conns, &p->super, &tx) != UCS_OK) {
+        return 0;
+    }
+
+    memcpy(tx.payload, &seq, sizeof(seq));
+    for (i = sizeof(seq); i < length; ++i) {
+        ((uint8_t*)tx.payload)[i] = pattern(seq, i);
+    }
+    uct_specrdv_peer_tx_end(&a->conns, &p->super, &tx, UCT_SPECRDV_MSG_AM,
+                            seq & 0x1f, length);
+    return 1;
+}
+
+static unsigned progress(side_t *s)
+{
+    return uct_specrdv_conns_poll_rings(&s->conns) +
+           s->conns.ops->poll_fallback(&s->conns);
+}
+
+/* Messages of @a from in @a s's log are first..first+count-1, in order, every
+ * byte right */
+static void check_delivered(side_t *s, fpeer_t *from, uint32_t first,
+                            uint32_t count)
+{
+    uint32_t seq = first;
+    unsigned i;
+    size_t j;
+
+    for (i = 0; i < s->nlog; ++i) {
+        if (s->log[i].from != from) {
+            continue;
+        }
+        assert_int_equal(*(uint32_t*)s->log[i].data, seq);
+        assert_int_equal(s->log[i].length, msg_length(seq));
+        assert_int_equal(s->log[i].am_id, seq & 0x1f);
+        for (j = sizeof(seq); j < s->log[i].length; ++j) {
+            assert_int_equal(s->log[i].data[j], pattern(seq, j));
+        }
+        ++seq;
+    }
+    assert_int_equal(seq, first + count);
+}
+
+#define CNT(_side, _name) ((_side)->conns.counters[UCT_SPECRDV_CNT_##_name])
+
+
+/* A stream that runs out of ring credits over and over, with ring writes
+ * landing late, arrives whole and in order across the two channels */
+static void test_order_across_channels(void **state)
+{
+    side_t *a = side_new(RINGS, 2, 2), *b = side_new(RINGS, 2, 2);
+    const uint32_t total = 3000;
+    fpeer_t pa, pb;
+    uint32_t seq   = 0;
+
+    srand(1);
+    link_peers(a, &pa, b, &pb, 3);
+    while (seq < total) {
+        a->defer = rand() % 2;
+        if ((rand() % 4) && send_msg(a, &pa, seq)) {
+            ++seq;
+            continue;
+        }
+        if (rand() % 3 == 0) {
+            land_all(b);
+        }
+        /* the receiver's two channels are read one after the other, and a
+         * sender on another core goes on in between */
+        switch (rand() % 3) {
+        case 0:
+            uct_specrdv_conns_poll_rings(&b->conns);
+            break;
+        case 1:
+            b->conns.ops->poll_fallback(&b->conns);
+            break;
+        default:
+            progress(b);
+        }
+    }
+
+    land_all(b);
+    while (progress(b) > 0) {
+    }
+
+    check_delivered(b, &pa, 0, total);
+    assert_null(b->failed);
+    assert_true(CNT(a, TX_RING) > total / 2);
+    assert_true(CNT(a, TX_FALLBACK) > 2);
+    assert_true(CNT(a, TX_NO_CREDITS) > 0);
+    assert_true(CNT(b, RX_HELD) > 0);
+    assert_true(CNT(b, CREDIT_UPDATES) > 0);
+    assert_int_equal(CNT(a, RING_GRANTED), 1);
+    assert_int_equal(CNT(b, RING_ADMITTED), 1);
+    unlink_peer(a, &pa);
+    unlink_peer(b, &pb);
+    side_free(a);
+    side_free(b);
+}
+
+/* A slot whose header landed but not its payload is not delivered, even
+ * when the ring was used before by another sender whose flags are there */
+static void test_ring_reuse_starts_blank(void **state)
+{
+    side_t *a = side_new(1, 0, 1), *b = side_new(1, 0, 1);
+    side_t *c = side_new(1, 0, 1);
+    fpeer_t pa, pb, pc, pbc;
+    uint32_t seq;
+
+    link_peers(a, &pa, b, &pb, 1);
+    for (seq = 0; seq < 3 * SLOTS; ++seq) {
+        assert_true(send_msg(a, &pa, seq));
+        progress(b);
+    }
+    check_delivered(b, &pa, 0, 3 * SLOTS);
+    assert_int_equal(pa.tx_ring, 0);
+
+    /* a leaves: its ring goes back to the pool, blank */
+    uct_specrdv_conns_rx_ring_close(&b->conns, &pb.super);
+    assert_int_equal(b->rings_freed, 1);
+    unlink_peer(b, &pb);
+
+    /* c takes the same ring.  Its first ring message has the length of
+     * a's last one in slot 0, whose tail flag c's blank mirror cannot see:
+     * with only the header landed, the slot must not look whole */
+    link_peers(c, &pc, b, &pbc, 2);
+    c->defer = 1;
+    b->nlog  = 0;
+    assert_true(send_msg(c, &pc, 2 * SLOTS));
+    assert_int_equal(pc.tx_ring, 0);
+    land_prefix(b, OFFSET);
+    progress(b);
+    progress(b);
+    assert_int_equal(b->nlog, 0);
+    land_all(b);
+    progress(b);
+    check_delivered(b, &pc, 2 * SLOTS, 1);
+    assert_null(b->failed);
+
+    unlink_peer(a, &pa);
+    unlink_peer(c, &pc);
+    unlink_peer(b, &pbc);
+    side_free(a);
+    side_free(b);
+    side_free(c);
+}
+
+/* With one ring, the second sender is refused, keeps to the fallback channel
+ * and asks again only after UCT_SPECRDV_RING_RETRY more messages */
+static void test_polling_set_full(void **state)
+{
+    side_t *a = side_new(1, 1, 2), *c = side_new(1, 1, 2);
+    side_t *b = side_new(1, 1, 2);
+    const uint32_t total = UCT_SPECRDV_RING_RETRY + 50;
+    fpeer_t pa, pb, pc, pbc;
+    uint32_t sa = 0, sc = 0;
+
+    link_peers(a, &pa, b, &pb, 1);
+    link_peers(c, &pc, b, &pbc, 2);
+    while ((sa < total) || (sc < total)) {
+        if ((sa < total) && send_msg(a, &pa, sa)) {
+            ++sa;
+        }
+        if ((sc < total) && send_msg(c, &pc, sc)) {
+            ++sc;
+        }
+        progress(b);
+    }
+    while (progress(b) > 0) {
+    }
+
+    check_delivered(b, &pa, 0, total);
+    check_delivered(b, &pc, 0, total);
+    assert_int_equal(CNT(a, RING_GRANTED), 1);
+    assert_int_equal(CNT(c, RING_GRANTED), 0);
+    assert_int_equal(CNT(c, RING_REFUSED), 2);
+    assert_int_equal(CNT(c, TX_RING), 0);
+    assert_int_equal(CNT(b, RING_ADMITTED), 1);
+    unlink_peer(a, &pa);
+    unlink_peer(c, &pc);
+    unlink_peer(b, &pb);
+    unlink_peer(b, &pbc);
+    side_free(a);
+    side_free(b);
+    side_free(c);
+}
+
+/* Kept descriptors released out of order: the tail, and so the sender's
+ * credits, advance only over a released prefix */
+static void test_kept_descriptors(void **state)
+{
+    side_t *a = side_new(1, 0, 1), *b = side_new(1, 0, 1);
+    fpeer_t pa, pb;
+    uint32_t seq;
+    unsigned i;
+
+    link_peers(a, &pa, b, &pb, 1);
+    b->keep = 1;
+    for (seq = 0; seq < SLOTS; ++seq) {
+        assert_true(send_msg(a, &pa, seq));
+    }
+    while (progress(b) > 0) {
+    }
+    assert_int_equal(b->nkept, SLOTS);
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa.super.tx), 0);
+
+    /* all but the oldest, newest first: the tail stays, no credit returns */
+    for (i = SLOTS - 1; i > 0; --i) {
+        uct_specrdv_conns_rx_release(&b->conns, b->kept[i]);
+        progress(b);
+    }
+    assert_int_equal(CNT(b, CREDIT_UPDATES), 0);
+    assert_true(send_msg(a, &pa, seq++));
+    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);
+
+    /* the oldest: the tail passes all four, and the credits go back */
+    uct_specrdv_conns_rx_release(&b->conns, b->kept[0]);
+    progress(b);
+    assert_int_equal(CNT(b, CREDIT_UPDATES), 1);
+    assert_int_equal(b->credit[0], SLOTS);
+    assert_true(send_msg(a, &pa, seq++));
+    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa.super.tx), SLOTS - 1);
+    b->keep = 0;
+    while (progress(b) > 0) {
+    }
+    check_delivered(b, &pa, 0, seq);
+    unlink_peer(a, &pa);
+    b->nkept = 0;
+    unlink_peer(b, &pb);
+    side_free(a);
+    side_free(b);
+}
+
+/* Credits ride back on a message of the reverse direction, without an
+ * explicit update */
+static void test_credits_piggybacked(void **state)
+{
+    side_t *a = side_new(1, 0, SLOTS), *b = side_new(1, 0, SLOTS);
+    fpeer_t pa, pb;
+    uint32_t seq;
+
+    link_peers(a, &pa, b, &pb, 1);
+    for (seq = 0; seq < SLOTS + 1; ++seq) {
+        assert_true(send_msg(a, &pa, seq));
+    }
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa.super.tx), 0);
+
+    b->keep = 1;
+    while (progress(b) > 0) {
+    }
+    assert_int_equal(b->nlog, SLOTS + 1);
+    assert_int_equal(b->nkept, SLOTS);
+    uct_specrdv_conns_rx_release(&b->conns, b->kept[0]);
+    uct_specrdv_conns_rx_release(&b->conns, b->kept[1]);
+    progress(b);
+    assert_int_equal(CNT(b, CREDIT_UPDATES), 0);
+    assert_int_equal(b->credit[0], 0);
+
+    /* b -> a carries b's tail for a's ring */
+    assert_true(send_msg(b, &pb, 100));
+    while (progress(a) > 0) {
+    }
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa.super.tx), 2);
+    assert_true(send_msg(a, &pa, seq++));
+    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);   /* only message SLOTS's */
+
+    b->keep = 0;
+    uct_specrdv_conns_rx_release(&b->conns, b->kept[2]);
+    uct_specrdv_conns_rx_release(&b->conns, b->kept[3]);
+    while (progress(b) > 0) {
+    }
+    check_delivered(b, &pa, 0, seq);
+    check_delivered(a, &pb, 100, 1);
+    unlink_peer(a, &pa);
+    unlink_peer(b, &pb);
+    side_free(a);
+    side_free(b);
+}
+
+/* A corrupt fallback message fails its sender's connection only */
+static void test_corrupt_fallback_fails_one_peer(void **state)
+{
+    side_t *a = side_new(1, 100, 2), *c = side_new(1, 100, 2);
+    side_t *b = side_new(1, 100, 2);
+    fpeer_t pa, pb, pc, pbc;
+    uct_specrdv_tx_t tx;
+    uint32_t seq;
+
+    link_peers(a, &pa, b, &pb, 1);
+    link_peers(c, &pc, b, &pbc, 2);
+    assert_true(send_msg(a, &pa, 0));
+    assert_int_equal(uct_specrdv_peer_tx_begin(&c->conns, &pc.super, &tx),
+                     UCS_OK);
+    uct_specrdv_peer_tx_end(&c->conns, &pc.super, &tx, UCT_SPECRDV_MSG_AM, 1,
+                            MAX_MSG + 1);
+    assert_true(send_msg(a, &pa, 1));
+    assert_true(send_msg(c, &pc, 1));
+    while (progress(b) > 0) {
+    }
+
+    assert_ptr_equal(b->failed, &pbc);
+    assert_int_equal(b->failed_status, UCS_ERR_IO_ERROR);
+    assert_true(pbc.super.flags & UCT_SPECRDV_PEER_FAILED);
+    for (seq = 2; seq < 20; ++seq) {
+        assert_true(send_msg(a, &pa, seq));
+        progress(b);
+    }
+    check_delivered(b, &pa, 0, 20);
+    check_delivered(b, &pc, 0, 0);
+    unlink_peer(a, &pa);
+    unlink_peer(c, &pc);
+    unlink_peer(b, &pb);
+    unlink_peer(b, &pbc);
+    side_free(a);
+    side_free(b);
+    side_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order_across_channels),
+        cmocka_unit_test(test_ring_reuse_starts_blank),
+        cmocka_unit_test(test_polling_set_full),
+        cmocka_unit_test(test_kept_descriptors),
+        cmocka_unit_test(test_credits_piggybacked),
+        cmocka_unit_test(test_corrupt_fallback_fails_one_peer),
+    };
+
+    return cmocka_run_group_tests_name("specrdv_conn", tests, NULL, NULL);
+}

@@ -1,0 +1,461 @@
+/**
+ * ucx-spec: the connection layer.  See specrdv_conn.h.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "specrdv_conn.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <inttypes.h>
+#include <string.h>
+
+
+/* Messages taken from one ring per progress call */
+#define UCT_SPECRDV_RX_BATCH  16
+
+
+const char *uct_specrdv_conn_counter_names[] = {
+#define UCT_SPECRDV_CONN_COUNTER_NAME(_name, _desc) #_name,
+    UCT_SPECRDV_CONN_COUNTERS(UCT_SPECRDV_CONN_COUNTER_NAME)
+#undef UCT_SPECRDV_CONN_COUNTER_NAME
+    NULL
+};
+
+
+ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
+                                    const uct_specrdv_conns_params_t *params)
+{
+    memset(conns, 0, sizeof(*conns));
+    conns->ops           = params->ops;
+    conns->deliver       = params->deliver;
+    conns->failed        = params->failed;
+    conns->geom          = params->geom;
+    conns->num_rings     = params->num_rings;
+    conns->ring_after    = params->ring_after;
+    conns->credit_update = params->credit_update;
+    conns->ring_am_flags = params->ring_am_flags;
+    ucs_list_head_init(&conns->peers);
+
+    conns->rings    = ucs_calloc(params->num_rings, sizeof(*conns->rings),
+                                 "specrdv_rx_rings");
+    conns->poll_set = ucs_calloc(params->num_rings, sizeof(*conns->poll_set),
+                                 "specrdv_poll_set");
+    conns->released = ucs_calloc(params->num_rings, params->geom.num_slots,
+                                 "specrdv_released");
+    if ((conns->rings == NULL) || (conns->poll_set == NULL) ||
+        (conns->released == NULL)) {
+        uct_specrdv_conns_cleanup(conns);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    return UCS_OK;
+}
+
+void uct_specrdv_conns_cleanup(uct_specrdv_conns_t *conns)
+{
+    int i;
+
+    for (i = 0; i < UCT_SPECRDV_CNT_LAST; ++i) {
+        ucs_debug("specrdv: conns %p %s: %" PRIu64, conns,
+                  uct_specrdv_conn_counter_names[i], conns->counters[i]);
+    }
+
+    ucs_free(conns->released);
+    ucs_free(conns->poll_set);
+    ucs_free(conns->rings);
+}
+
+void uct_specrdv_peer_init(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
+{
+    memset(&peer->seq, 0, sizeof(peer->seq));
+    peer->flags    = 0;
+    peer->fb_sends = 0;
+    peer->rx_ring  = -1;
+    ucs_list_head_init(&peer->eps);
+    ucs_list_add_tail(&conns->peers, &peer->list);
+}
+
+void uct_specrdv_peer_cleanup(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *peer)
+{
+    ucs_assert(ucs_list_is_empty(&peer->eps));
+    if ((peer->rx_ring >= 0) && !(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
+        uct_specrdv_conns_rx_ring_close(conns, peer);
+    }
+    ucs_list_del(&peer->list);
+}
+
+/* Ask for a place in the receiver's polling set */
+static void uct_specrdv_peer_ring_request(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *peer)
+{
+    ucs_status_t status = conns->ops->ring_request(conns, peer);
+
+    if (status == UCS_OK) {
+        peer->flags |= UCT_SPECRDV_PEER_RING_READY;
+        UCT_SPECRDV_CONNS_STAT(conns, RING_GRANTED);
+        ucs_debug("specrdv: %s gave us a ring", peer->name);
+    } else if (status == UCS_ERR_EXCEEDS_LIMIT) {
+        peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
+        UCT_SPECRDV_CONNS_STAT(conns, RING_REFUSED);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE unsigned
+uct_specrdv_peer_ring_credits(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *peer)
+{
+    if (uct_specrdv_ring_tx_credits(&peer->tx) == 0) {
+        uct_specrdv_ring_tx_credits_update(
+                &peer->tx, conns->ops->ring_credits(conns, peer));
+    }
+    return uct_specrdv_ring_tx_credits(&peer->tx);
+}
+
+ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
+                                       uct_specrdv_peer_t *peer,
+                                       uct_specrdv_tx_t *tx)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(!(peer->flags & UCT_SPECRDV_PEER_CONNECTED))) {
+        if (conns->ops->connect(conns, peer) != UCS_OK) {
+            goto no_resource;
+        }
+        peer->flags |= UCT_SPECRDV_PEER_CONNECTED;
+    }
+
+    if (ucs_likely(peer->flags & UCT_SPECRDV_PEER_RING_READY)) {
+        if (ucs_likely(uct_specrdv_peer_ring_credits(conns, peer) > 0)) {
+            goto ring;
+        }
+        UCT_SPECRDV_CONNS_STAT(conns, TX_NO_CREDITS);
+    } else if (peer->fb_sends >= (int)conns->ring_after) {
+        uct_specrdv_peer_ring_request(conns, peer);
+        if (peer->flags & UCT_SPECRDV_PEER_RING_READY) {
+            goto ring;
+        }
+    }
+
+    status = conns->ops->fb_reserve(conns, peer, tx);
+    if (status != UCS_OK) {
+        goto no_resource;
+    }
+
+    ++peer->fb_sends;
+    tx->ring = 0;
+    UCT_SPECRDV_CONNS_STAT(conns, TX_FALLBACK);
+    return UCS_OK;
+
+ring:
+    tx->ring    = 1;
+    tx->payload = uct_specrdv_ring_tx_payload(&peer->tx);
+    UCT_SPECRDV_CONNS_STAT(conns, TX_RING);
+    return UCS_OK;
+
+no_resource:
+    UCT_SPECRDV_CONNS_STAT(conns, TX_NO_RESOURCE);
+    return UCS_ERR_NO_RESOURCE;
+}
+
+void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
+                             uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx,
+                             uint8_t type, uint8_t am_id, uint32_t length)
+{
+    uct_specrdv_hdr_t hdr = {
+        .length = length,
+        .psn    = peer->seq.tx_psn++,
+        .src    = peer->src,
+        .am_id  = am_id,
+        .type   = type
+    };
+    uint32_t slot;
+
+    if (peer->rx_ring >= 0) {
+        hdr.flags   = UCT_SPECRDV_HDR_FLAG_CREDITS;
+        hdr.credits = uct_specrdv_ring_rx_credits_take(
+                &conns->rings[peer->rx_ring].rx);
+    }
+
+    if (!tx->ring) {
+        conns->ops->fb_post(conns, peer, tx, &hdr);
+        return;
+    }
+
+    ucs_assert(length <= uct_specrdv_ring_max_payload(&peer->tx.geom));
+    slot = uct_specrdv_ring_tx_post(&peer->tx, &hdr);
+    if (conns->ops->ring_write != NULL) {
+        conns->ops->ring_write(conns, peer, slot,
+                               peer->tx.geom.payload_offset + length + 1);
+    }
+}
+
+int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *peer)
+{
+    if ((peer->flags & UCT_SPECRDV_PEER_RING_READY) &&
+        (uct_specrdv_peer_ring_credits(conns, peer) > 0)) {
+        return 1;
+    }
+
+    return conns->ops->fb_can_send(conns, peer);
+}
+
+static void uct_specrdv_conns_poll_set_remove(uct_specrdv_conns_t *conns,
+                                              unsigned index)
+{
+    unsigned i;
+
+    for (i = 0; i < conns->poll_count; ++i) {
+        if (conns->poll_set[i] == index) {
+            conns->poll_set[i] = conns->poll_set[--conns->poll_count];
+            return;
+        }
+    }
+}
+
+void uct_specrdv_peer_fail(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                           ucs_status_t status)
+{
+    if (peer->flags & UCT_SPECRDV_PEER_FAILED) {
+        return;
+    }
+
+    ucs_error("specrdv: connection with %s failed: %s", peer->name,
+              ucs_status_string(status));
+    peer->flags |= UCT_SPECRDV_PEER_FAILED;
+    if (peer->rx_ring >= 0) {
+        /* A broken sender may still write: the ring never goes back to the
+         * writer, it only leaves the polling set */
+        uct_specrdv_conns_poll_set_remove(conns, peer->rx_ring);
+    }
+    conns->failed(conns, peer, status);
+}
+
+ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *peer,
+                                            unsigned index)
+{
+    if ((index >= conns->num_rings) || (conns->rings[index].peer != NULL) ||
+        (peer->rx_ring >= 0)) {
+        ucs_error("specrdv: %s announced ring %u, which it cannot have",
+                  peer->name, index);
+        uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    uct_specrdv_ring_rx_init(&conns->rings[index].rx,
+                             conns->rx_base + index * conns->ring_bytes,
+                             conns->released +
+                             (size_t)index * conns->geom.num_slots,
+                             &conns->geom);
+    conns->rings[index].peer             = peer;
+    conns->rings[index].closing          = 0;
+    peer->rx_ring                        = index;
+    conns->poll_set[conns->poll_count++] = index;
+    UCT_SPECRDV_CONNS_STAT(conns, RING_ADMITTED);
+    return UCS_OK;
+}
+
+/* Return a closing ring to the writer if none of its slots is still held */
+static void uct_specrdv_conns_rx_ring_reclaim(uct_specrdv_conns_t *conns,
+                                              unsigned index)
+{
+    uct_specrdv_rx_ring_t *ring = &conns->rings[index];
+
+    if (!ring->closing || !uct_specrdv_ring_rx_is_idle(&ring->rx)) {
+        return;
+    }
+
+    /* The next sender starts from a blank mirror of the ring: the ring must
+     * be blank too, or a stale tail flag could make its half-landed message
+     * look whole */
+    memset(conns->rx_base + index * conns->ring_bytes, 0,
+           conns->geom.num_slots * conns->geom.slot_size);
+    ring->peer    = NULL;
+    ring->closing = 0;
+    conns->ops->ring_free(conns, index);
+}
+
+void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
+                                     uct_specrdv_peer_t *peer)
+{
+    unsigned index = peer->rx_ring;
+
+    uct_specrdv_conns_poll_set_remove(conns, index);
+    peer->rx_ring                = -1;
+    conns->rings[index].closing  = 1;
+    uct_specrdv_conns_rx_ring_reclaim(conns, index);
+}
+
+void uct_specrdv_conns_rx_release(uct_specrdv_conns_t *conns, void *slot_byte)
+{
+    size_t offset               = UCS_PTR_BYTE_DIFF(conns->rx_base, slot_byte);
+    unsigned index              = offset / conns->ring_bytes;
+    uct_specrdv_rx_ring_t *ring = &conns->rings[index];
+
+    uct_specrdv_ring_rx_release(&ring->rx, (offset % conns->ring_bytes) /
+                                           conns->geom.slot_size);
+    if (ucs_unlikely(ring->closing)) {
+        uct_specrdv_conns_rx_ring_reclaim(conns, index);
+    }
+}
+
+/* Deliver one in-order message; UCS_INPROGRESS when the user keeps it */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                          const uct_specrdv_hdr_t *hdr, void *payload,
+                          unsigned am_flags)
+{
+    if ((hdr->flags & UCT_SPECRDV_HDR_FLAG_CREDITS) &&
+        (peer->flags & UCT_SPECRDV_PEER_RING_READY)) {
+        uct_specrdv_ring_tx_credits_update(&peer->tx, hdr->credits);
+    }
+
+    if (hdr->type == UCT_SPECRDV_MSG_CTRL) {
+        conns->ops->rx_ctrl(conns, peer, hdr, payload);
+        return UCS_OK;
+    }
+
+    return conns->deliver(conns, peer, hdr, payload, am_flags);
+}
+
+static unsigned uct_specrdv_conns_poll_ring(uct_specrdv_conns_t *conns,
+                                            unsigned index)
+{
+    uct_specrdv_rx_ring_t *ring = &conns->rings[index];
+    uct_specrdv_peer_t *peer    = ring->peer;
+    unsigned count              = 0;
+    uct_specrdv_hdr_t *hdr;
+    ucs_status_t status;
+    uint32_t slot;
+    int order;
+
+    while (count < UCT_SPECRDV_RX_BATCH) {
+        status = uct_specrdv_ring_rx_peek(&ring->rx, &hdr);
+        if (ucs_likely(status != UCS_OK)) {
+            if (status == UCS_ERR_IO_ERROR) {
+                uct_specrdv_peer_fail(conns, peer, status);
+                return count;
+            }
+            break;
+        }
+
+        /* Control messages travel only on the fallback channel, which the
+         * writer reads whatever the polling set holds */
+        if (ucs_unlikely(hdr->type != UCT_SPECRDV_MSG_AM)) {
+            ucs_error("specrdv: control message in the ring of %s",
+                      peer->name);
+            uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+            return count;
+        }
+
+        order = uct_specrdv_seq_rx_order(&peer->seq, hdr->psn);
+        if (ucs_unlikely(order != 0)) {
+            if (order < 0) {
+                ucs_error("specrdv: %s repeated psn %u in its ring",
+                          peer->name, hdr->psn);
+                uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+                return count;
+            }
+            UCT_SPECRDV_CONNS_STAT(conns, RX_HELD);
+            break;
+        }
+
+        slot   = uct_specrdv_ring_rx_consume(&ring->rx);
+        status = uct_specrdv_conns_deliver(
+                conns, peer, hdr,
+                UCS_PTR_BYTE_OFFSET(hdr, conns->geom.payload_offset),
+                conns->ring_am_flags);
+        if (status != UCS_INPROGRESS) {
+            uct_specrdv_ring_rx_release(&ring->rx, slot);
+        }
+        ++count;
+    }
+
+    if (uct_specrdv_ring_rx_credits_pending(&ring->rx) >=
+        conns->credit_update) {
+        conns->ops->credit_push(conns, peer, index,
+                                uct_specrdv_ring_rx_credits_take(&ring->rx));
+        UCT_SPECRDV_CONNS_STAT(conns, CREDIT_UPDATES);
+    }
+
+    return count;
+}
+
+unsigned uct_specrdv_conns_poll_rings(uct_specrdv_conns_t *conns)
+{
+    unsigned count = 0;
+    unsigned i     = 0;
+    unsigned index;
+
+    /* A failing peer leaves the set, and the last ring takes its place */
+    while (i < conns->poll_count) {
+        index  = conns->poll_set[i];
+        count += uct_specrdv_conns_poll_ring(conns, index);
+        if ((i < conns->poll_count) && (conns->poll_set[i] == index)) {
+            ++i;
+        }
+    }
+    return count;
+}
+
+/* The fallback message is early: the ones before it are in the peer's ring,
+ * whole, since the peer wrote them first.  If they are not, the peer is
+ * broken, and holding the fallback channel for it would stall every other
+ * sender. */
+static int uct_specrdv_conns_rx_gap(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *peer)
+{
+    uct_specrdv_hdr_t *hdr;
+
+    if ((peer->rx_ring >= 0) &&
+        (uct_specrdv_ring_rx_peek(&conns->rings[peer->rx_ring].rx, &hdr) ==
+         UCS_OK)) {
+        return 0;
+    }
+
+    ucs_error("specrdv: %s skipped sequence numbers", peer->name);
+    uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+    return 1;
+}
+
+uct_specrdv_rx_result_t
+uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *peer,
+                              const uct_specrdv_hdr_t *hdr, void *payload,
+                              size_t max_payload, unsigned am_flags)
+{
+    int order;
+
+    if (ucs_unlikely(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
+        return UCT_SPECRDV_RX_DONE;
+    }
+
+    if (ucs_unlikely(uct_specrdv_hdr_check(hdr, max_payload) != UCS_OK)) {
+        uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+        return UCT_SPECRDV_RX_DONE;
+    }
+
+    order = uct_specrdv_seq_rx_order(&peer->seq, hdr->psn);
+    if (ucs_unlikely(order != 0)) {
+        if (order < 0) {
+            ucs_error("specrdv: %s repeated psn %u", peer->name, hdr->psn);
+            uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+            return UCT_SPECRDV_RX_DONE;
+        }
+
+        UCT_SPECRDV_CONNS_STAT(conns, RX_HELD);
+        return uct_specrdv_conns_rx_gap(conns, peer) ? UCT_SPECRDV_RX_DONE :
+                                                        UCT_SPECRDV_RX_HELD;
+    }
+
+    return (uct_specrdv_conns_deliver(conns, peer, hdr, payload, am_flags) ==
+            UCS_INPROGRESS) ? UCT_SPECRDV_RX_KEPT : UCT_SPECRDV_RX_DONE;
+}
