@@ -38,16 +38,9 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
-    if (peer->remote_id < 0) {
-        peer->remote_id = uct_specrdv_shm_seg_claim_peer(&peer->seg,
-                                                         iface->seg.ctl->nonce);
-        if (peer->remote_id < 0) {
-            ucs_error("specrdv: pid %d accepts no more peers "
-                      "(UCX_SPECRDV_SHM_MAX_PEERS=%u there)", peer->pid,
-                      peer->seg.ctl->max_peers);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-        peer->super.src = peer->remote_id;
+    status = uct_specrdv_shm_peer_claim_id(iface, peer);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = uct_ep_keepalive_init(&self->keepalive, peer->pid);

@@ -142,11 +142,41 @@ uct_specrdv_shm_peer_send_ctrl(uct_specrdv_shm_iface_t *iface,
     return UCS_OK;
 }
 
-static ucs_status_t uct_specrdv_shm_connect(uct_specrdv_conns_t *conns,
-                                            uct_specrdv_peer_t *peer)
+ucs_status_t uct_specrdv_shm_peer_claim_id(uct_specrdv_shm_iface_t *iface,
+                                           uct_specrdv_shm_peer_t *peer)
 {
-    return uct_specrdv_shm_peer_send_ctrl(uct_specrdv_shm_conns_iface(conns),
-                                          uct_specrdv_shm_peer(peer),
+    if (peer->remote_id >= 0) {
+        return UCS_OK;
+    }
+
+    peer->remote_id = uct_specrdv_shm_seg_claim_peer(&peer->seg,
+                                                     iface->seg.ctl->nonce);
+    if (peer->remote_id < 0) {
+        ucs_error("specrdv: pid %d accepts no more peers "
+                  "(UCX_SPECRDV_SHM_MAX_PEERS=%u there)", peer->pid,
+                  peer->seg.ctl->max_peers);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    peer->super.src = peer->remote_id;
+    return UCS_OK;
+}
+
+/* A peer that only sent to us so far has no entry in its table yet: the
+ * receiver's first message to it (RING_REVOKE) claims one */
+static ucs_status_t uct_specrdv_shm_connect(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_shm_iface_t *iface = uct_specrdv_shm_conns_iface(conns);
+    uct_specrdv_shm_peer_t *peer   = uct_specrdv_shm_peer(generic);
+    ucs_status_t status;
+
+    status = uct_specrdv_shm_peer_claim_id(iface, peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return uct_specrdv_shm_peer_send_ctrl(iface, peer,
                                           UCT_SPECRDV_SHM_CTRL_CONNECT, 0);
 }
 
@@ -186,6 +216,13 @@ static uint16_t uct_specrdv_shm_ring_credits(uct_specrdv_conns_t *conns,
     uct_specrdv_shm_peer_t *peer = uct_specrdv_shm_peer(generic);
 
     return peer->seg.ring_ctl[peer->tx_ring].returned;
+}
+
+static void uct_specrdv_shm_ring_release(uct_specrdv_conns_t *conns,
+                                         uct_specrdv_peer_t *generic)
+{
+    /* The receiver frees the ring's ownership when it has drained it */
+    uct_specrdv_shm_peer(generic)->tx_ring = -1;
 }
 
 static void uct_specrdv_shm_credit_push(uct_specrdv_conns_t *conns,
@@ -339,6 +376,7 @@ const uct_specrdv_wire_ops_t uct_specrdv_shm_wire_ops = {
     .fb_post       = uct_specrdv_shm_fb_post,
     .fb_can_send   = uct_specrdv_shm_fb_can_send,
     .credit_push   = uct_specrdv_shm_credit_push,
+    .ring_release  = uct_specrdv_shm_ring_release,
     .ring_free     = uct_specrdv_shm_ring_free,
     .rx_ctrl       = uct_specrdv_shm_rx_ctrl,
     .poll_fallback = uct_specrdv_shm_poll_fifo

@@ -50,6 +50,10 @@ ucs_status_t uct_specrdv_shm_peer_get(uct_specrdv_shm_iface_t *iface,
                                       const uct_specrdv_shm_iface_addr_t *addr,
                                       uct_specrdv_shm_peer_t **peer_p);
 
+/* Our entry in its peer table, claimed at the first need */
+ucs_status_t uct_specrdv_shm_peer_claim_id(uct_specrdv_shm_iface_t *iface,
+                                           uct_specrdv_shm_peer_t *peer);
+
 void uct_specrdv_shm_peer_destroy(uct_specrdv_shm_iface_t *iface,
                                   uct_specrdv_shm_peer_t *peer);
 

@@ -12,7 +12,6 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <inttypes.h>
 #include <string.h>
 
 
@@ -59,13 +58,6 @@ ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
 
 void uct_specrdv_conns_cleanup(uct_specrdv_conns_t *conns)
 {
-    int i;
-
-    for (i = 0; i < UCT_SPECRDV_CNT_LAST; ++i) {
-        ucs_debug("specrdv: conns %p %s: %" PRIu64, conns,
-                  uct_specrdv_conn_counter_names[i], conns->counters[i]);
-    }
-
     ucs_free(conns->released);
     ucs_free(conns->poll_set);
     ucs_free(conns->rings);
@@ -75,8 +67,9 @@ void uct_specrdv_peer_init(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
 {
     memset(&peer->seq, 0, sizeof(peer->seq));
     peer->flags    = 0;
-    peer->fb_sends = 0;
-    peer->rx_ring  = -1;
+    peer->fb_sends   = 0;
+    peer->rx_ring    = -1;
+    peer->rx_fb_msgs = 0;
     ucs_list_head_init(&peer->eps);
     ucs_list_add_tail(&conns->peers, &peer->list);
 }
@@ -85,10 +78,77 @@ void uct_specrdv_peer_cleanup(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer)
 {
     ucs_assert(ucs_list_is_empty(&peer->eps));
+    if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
+        --conns->ctrl_pending;
+    }
     if ((peer->rx_ring >= 0) && !(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
         uct_specrdv_conns_rx_ring_close(conns, peer);
     }
     ucs_list_del(&peer->list);
+}
+
+/* A control message of the connection layer: no payload, fallback channel */
+static ucs_status_t uct_specrdv_peer_send_ctrl(uct_specrdv_conns_t *conns,
+                                               uct_specrdv_peer_t *peer,
+                                               uint8_t op)
+{
+    uct_specrdv_tx_t tx;
+
+    if (!(peer->flags & UCT_SPECRDV_PEER_CONNECTED)) {
+        if (conns->ops->connect(conns, peer) != UCS_OK) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        peer->flags |= UCT_SPECRDV_PEER_CONNECTED;
+    }
+
+    if (conns->ops->fb_reserve(conns, peer, &tx) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    tx.ring = 0;
+    uct_specrdv_peer_tx_end(conns, peer, &tx, UCT_SPECRDV_MSG_CTRL, op, 0);
+    return UCS_OK;
+}
+
+/* Send @a op now, or remember it (@a flag) for the next progress call */
+static void uct_specrdv_peer_send_ctrl_or_defer(uct_specrdv_conns_t *conns,
+                                                uct_specrdv_peer_t *peer,
+                                                uint8_t op, uint8_t flag)
+{
+    if (uct_specrdv_peer_send_ctrl(conns, peer, op) == UCS_OK) {
+        return;
+    }
+
+    if (!(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
+        ++conns->ctrl_pending;
+    }
+    peer->flags |= flag;
+}
+
+static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
+{
+    static const struct {
+        uint8_t flag;
+        uint8_t op;
+    } deferred[] = {
+        {UCT_SPECRDV_PEER_REVOKE_TX,  UCT_SPECRDV_CTRL_RING_REVOKE},
+        {UCT_SPECRDV_PEER_RELEASE_TX, UCT_SPECRDV_CTRL_RING_RELEASED}
+    };
+    uct_specrdv_peer_t *peer;
+    unsigned i;
+
+    ucs_list_for_each(peer, &conns->peers, list) {
+        for (i = 0; i < ucs_static_array_size(deferred); ++i) {
+            if ((peer->flags & deferred[i].flag) &&
+                (uct_specrdv_peer_send_ctrl(conns, peer, deferred[i].op) ==
+                 UCS_OK)) {
+                peer->flags &= ~deferred[i].flag;
+                if (!(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
+                    --conns->ctrl_pending;
+                }
+            }
+        }
+    }
 }
 
 /* Ask for a place in the receiver's polling set */
@@ -102,8 +162,16 @@ static void uct_specrdv_peer_ring_request(uct_specrdv_conns_t *conns,
         UCT_SPECRDV_CONNS_STAT(conns, RING_GRANTED);
         ucs_debug("specrdv: %s gave us a ring", peer->name);
     } else if (status == UCS_ERR_EXCEEDS_LIMIT) {
+        /* Tell the receiver, which may take a colder peer's ring back by the
+         * time we ask again; if the fallback channel is full, it will hear
+         * at the next refusal */
         peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
         UCT_SPECRDV_CONNS_STAT(conns, RING_REFUSED);
+        if (uct_specrdv_peer_send_ctrl(conns, peer,
+                                       UCT_SPECRDV_CTRL_RING_WANTED) ==
+            UCS_OK) {
+            UCT_SPECRDV_CONNS_STAT(conns, RING_WANTED);
+        }
     }
 }
 
@@ -229,7 +297,11 @@ void uct_specrdv_peer_fail(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
 
     ucs_error("specrdv: connection with %s failed: %s", peer->name,
               ucs_status_string(status));
-    peer->flags |= UCT_SPECRDV_PEER_FAILED;
+    if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
+        --conns->ctrl_pending;
+    }
+    peer->flags = (peer->flags & ~UCT_SPECRDV_PEER_CTRL_TX) |
+                  UCT_SPECRDV_PEER_FAILED;
     if (peer->rx_ring >= 0) {
         /* A broken sender may still write: the ring never goes back to the
          * writer, it only leaves the polling set */
@@ -257,6 +329,7 @@ ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
                              &conns->geom);
     conns->rings[index].peer             = peer;
     conns->rings[index].closing          = 0;
+    conns->rings[index].recent           = 0;
     peer->rx_ring                        = index;
     conns->poll_set[conns->poll_count++] = index;
     UCT_SPECRDV_CONNS_STAT(conns, RING_ADMITTED);
@@ -307,6 +380,82 @@ void uct_specrdv_conns_rx_release(uct_specrdv_conns_t *conns, void *slot_byte)
     }
 }
 
+/* Receiver: @a wanter was refused a ring.  Revoke the coldest ring of the
+ * set if it carried less than half of what the wanter sent through the
+ * fallback channel since the last check, so that peers about as busy do not
+ * trade a ring back and forth; one eviction at a time. */
+static void uct_specrdv_conns_ring_wanted(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *wanter)
+{
+    uct_specrdv_rx_ring_t *coldest = NULL;
+    uct_specrdv_rx_ring_t *ring;
+    unsigned i;
+
+    if (wanter->rx_ring >= 0) {
+        return;
+    }
+
+    for (i = 0; i < conns->poll_count; ++i) {
+        ring = &conns->rings[conns->poll_set[i]];
+        if (ring->peer->flags & UCT_SPECRDV_PEER_REVOKING) {
+            return;
+        }
+        if ((coldest == NULL) || (ring->recent < coldest->recent)) {
+            coldest = ring;
+        }
+    }
+
+    if ((coldest != NULL) && (2 * coldest->recent < wanter->rx_fb_msgs)) {
+        ucs_debug("specrdv: taking the ring of %s (%u messages) back for %s "
+                  "(%u)", coldest->peer->name, coldest->recent, wanter->name,
+                  wanter->rx_fb_msgs);
+        coldest->peer->flags |= UCT_SPECRDV_PEER_REVOKING;
+        uct_specrdv_peer_send_ctrl_or_defer(conns, coldest->peer,
+                                            UCT_SPECRDV_CTRL_RING_REVOKE,
+                                            UCT_SPECRDV_PEER_REVOKE_TX);
+    }
+
+    for (i = 0; i < conns->poll_count; ++i) {
+        conns->rings[conns->poll_set[i]].recent = 0;
+    }
+    wanter->rx_fb_msgs = 0;
+}
+
+static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
+                                           uct_specrdv_peer_t *peer,
+                                           const uct_specrdv_hdr_t *hdr)
+{
+    switch (hdr->am_id) {
+    case UCT_SPECRDV_CTRL_RING_WANTED:
+        uct_specrdv_conns_ring_wanted(conns, peer);
+        return;
+    case UCT_SPECRDV_CTRL_RING_REVOKE:
+        /* Every ring message we sent has a PSN before our answer's */
+        if (peer->flags & UCT_SPECRDV_PEER_RING_READY) {
+            peer->flags   &= ~UCT_SPECRDV_PEER_RING_READY;
+            peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
+            conns->ops->ring_release(conns, peer);
+            UCT_SPECRDV_CONNS_STAT(conns, RING_REVOKED);
+        }
+        uct_specrdv_peer_send_ctrl_or_defer(conns, peer,
+                                            UCT_SPECRDV_CTRL_RING_RELEASED,
+                                            UCT_SPECRDV_PEER_RELEASE_TX);
+        return;
+    case UCT_SPECRDV_CTRL_RING_RELEASED:
+        if ((peer->flags & UCT_SPECRDV_PEER_REVOKING) && (peer->rx_ring >= 0)) {
+            peer->flags &= ~UCT_SPECRDV_PEER_REVOKING;
+            uct_specrdv_conns_rx_ring_close(conns, peer);
+            UCT_SPECRDV_CONNS_STAT(conns, RING_EVICTED);
+            return;
+        }
+        break;
+    }
+
+    ucs_error("specrdv: %s sent control message 0x%x out of turn", peer->name,
+              hdr->am_id);
+    uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
+}
+
 /* Deliver one in-order message; UCS_INPROGRESS when the user keeps it */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
@@ -319,7 +468,11 @@ uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
     }
 
     if (hdr->type == UCT_SPECRDV_MSG_CTRL) {
-        conns->ops->rx_ctrl(conns, peer, hdr, payload);
+        if (hdr->am_id >= UCT_SPECRDV_CTRL_CONN_FIRST) {
+            uct_specrdv_conns_rx_conn_ctrl(conns, peer, hdr);
+        } else {
+            conns->ops->rx_ctrl(conns, peer, hdr, payload);
+        }
         return UCS_OK;
     }
 
@@ -386,6 +539,7 @@ static unsigned uct_specrdv_conns_poll_ring(uct_specrdv_conns_t *conns,
         UCT_SPECRDV_CONNS_STAT(conns, CREDIT_UPDATES);
     }
 
+    ring->recent += count;
     return count;
 }
 
@@ -402,6 +556,10 @@ unsigned uct_specrdv_conns_poll_rings(uct_specrdv_conns_t *conns)
         if ((i < conns->poll_count) && (conns->poll_set[i] == index)) {
             ++i;
         }
+    }
+
+    if (ucs_unlikely(conns->ctrl_pending > 0)) {
+        uct_specrdv_conns_send_deferred(conns);
     }
     return count;
 }
@@ -456,6 +614,7 @@ uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
                                                         UCT_SPECRDV_RX_HELD;
     }
 
+    ++peer->rx_fb_msgs;
     return (uct_specrdv_conns_deliver(conns, peer, hdr, payload, am_flags) ==
             UCS_INPROGRESS) ? UCT_SPECRDV_RX_KEPT : UCT_SPECRDV_RX_DONE;
 }

@@ -17,6 +17,14 @@
  *    freed slots;
  *  - the polling set: rings this side polls, one per admitted peer, opened
  *    when the peer says so, returned to the writer once closed and idle;
+ *  - eviction (ours: neither MVAPICH2 nor Open MPI's openib takes a ring
+ *    back): a refused sender says it still wants a ring (RING_WANTED); the
+ *    receiver revokes the coldest ring of its set if it carried less than
+ *    half the messages since the last such decision that the newcomer sent
+ *    through the fallback channel (RING_REVOKE); the owner stops writing it, falls
+ *    back, and answers RING_RELEASED, whose PSN comes after its last ring
+ *    message, so the ring is drained once RELEASED is delivered; the ring
+ *    goes back to the writer blank, and the evicted peer may ask again;
  *  - failure: a corrupt or out-of-order message fails its connection only.
  *
  * A writer supplies the wire acts alone (uct_specrdv_wire_ops_t): how the
@@ -48,7 +56,10 @@
     _(CREDIT_UPDATES, "explicit credit updates pushed to senders") \
     _(RING_GRANTED,   "rings this side obtained in peers' polling sets") \
     _(RING_REFUSED,   "ring requests refused: the peer's polling set was full") \
-    _(RING_ADMITTED,  "peers admitted into this side's polling set")
+    _(RING_ADMITTED,  "peers admitted into this side's polling set") \
+    _(RING_WANTED,    "refusals this side reported to a full polling set") \
+    _(RING_EVICTED,   "rings this side took back from cold peers") \
+    _(RING_REVOKED,   "rings peers took back from this side")
 
 enum {
 #define UCT_SPECRDV_CONN_COUNTER_ENUM(_name, _desc) UCT_SPECRDV_CNT_##_name,
@@ -59,11 +70,34 @@ enum {
 
 extern const char *uct_specrdv_conn_counter_names[];
 
+/* For tests and tools: a specrdv interface's counters, UCT_SPECRDV_CNT_LAST
+ * of them, whatever its writer (UCS statistics are compiled out of
+ * Debian's build) */
+struct uct_iface;
+const uint64_t *uct_specrdv_iface_counters(struct uct_iface *iface);
+
 
 enum {
     UCT_SPECRDV_PEER_CONNECTED  = UCS_BIT(0), /* the writer's connect act done */
     UCT_SPECRDV_PEER_RING_READY = UCS_BIT(1), /* sending through a ring */
-    UCT_SPECRDV_PEER_FAILED     = UCS_BIT(2)  /* broken: nothing more either way */
+    UCT_SPECRDV_PEER_FAILED     = UCS_BIT(2), /* broken: nothing more either way */
+    UCT_SPECRDV_PEER_REVOKING   = UCS_BIT(3), /* its ring: RELEASED awaited */
+    UCT_SPECRDV_PEER_REVOKE_TX  = UCS_BIT(4), /* RING_REVOKE still to send */
+    UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(5)  /* RING_RELEASED still to send */
+};
+
+#define UCT_SPECRDV_PEER_CTRL_TX \
+    (UCT_SPECRDV_PEER_REVOKE_TX | UCT_SPECRDV_PEER_RELEASE_TX)
+
+
+/* Control operations of the connection layer, in the am_id of a
+ * UCT_SPECRDV_MSG_CTRL message with no payload; a writer's own control
+ * operations are numbered below them */
+enum {
+    UCT_SPECRDV_CTRL_CONN_FIRST    = 0x80,
+    UCT_SPECRDV_CTRL_RING_WANTED   = 0x80, /* refused, still wants a ring */
+    UCT_SPECRDV_CTRL_RING_REVOKE   = 0x81, /* stop writing the ring */
+    UCT_SPECRDV_CTRL_RING_RELEASED = 0x82  /* no ring message after this */
 };
 
 
@@ -83,6 +117,7 @@ typedef struct uct_specrdv_peer {
     uct_specrdv_ring_tx_t tx;        /* valid with PEER_RING_READY */
     /* receiving */
     int                   rx_ring;   /* its ring in our polling set, or -1 */
+    uint32_t              rx_fb_msgs; /* fallback messages since RING_WANTED */
     ucs_list_link_t       eps;       /* the interface's endpoints to it */
     char                  name[32];  /* for logs, set by the writer */
 } uct_specrdv_peer_t;
@@ -101,6 +136,7 @@ typedef struct uct_specrdv_rx_ring {
     uct_specrdv_ring_rx_t rx;
     uct_specrdv_peer_t    *peer;     /* NULL while the writer has it */
     int                   closing;   /* back to the writer once idle */
+    uint32_t              recent;    /* messages since the last eviction check */
 } uct_specrdv_rx_ring_t;
 
 
@@ -156,7 +192,12 @@ typedef struct uct_specrdv_wire_ops {
                                 uct_specrdv_peer_t *peer, unsigned ring,
                                 uint16_t tail);
 
-    /* Receiver: ring @a ring is closed and idle, the writer may reuse it */
+    /* Sender: the receiver took our ring back; forget it */
+    void         (*ring_release)(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *peer);
+
+    /* Receiver: ring @a ring is closed, idle and blank; the writer may give
+     * it to another sender */
     void         (*ring_free)(uct_specrdv_conns_t *conns, unsigned ring);
 
     /* Receiver: a writer's control message arrived from @a peer, in order */
@@ -211,6 +252,7 @@ struct uct_specrdv_conns {
     uint8_t                      *released;     /* rings' release bitmaps */
     unsigned                     *poll_set;     /* indexes of open rings */
     unsigned                     poll_count;
+    unsigned                     ctrl_pending;  /* peers with PEER_CTRL_TX */
     uint64_t                     counters[UCT_SPECRDV_CNT_LAST];
 };
 

@@ -13,6 +13,8 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 
 static ucs_config_field_t uct_specrdv_iface_config_table[] = {
@@ -54,6 +56,12 @@ static ucs_config_field_t uct_specrdv_iface_config_table[] = {
     {"BW", "12179MBs",
      "Bandwidth estimate the transport reports to UCP for protocol selection.",
      ucs_offsetof(uct_specrdv_iface_config_t, bandwidth), UCS_CONFIG_TYPE_BW},
+
+    {"REPORT", "n",
+     "Print each interface's connection counters (ring and fallback sends,\n"
+     "credit stalls, held messages, rings granted, refused, admitted, evicted)\n"
+     "to stderr when it is closed.",
+     ucs_offsetof(uct_specrdv_iface_config_t, report), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -296,6 +304,7 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     self->config.slot_size  = config->slot_size;
     self->config.poll_set   = config->poll_set;
     self->config.bandwidth  = config->bandwidth;
+    self->config.report     = config->report;
     self->rx_headroom       = headroom;
     self->invalidated       = 0;
     self->release_desc.cb   = uct_specrdv_iface_release_desc;
@@ -303,8 +312,36 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     return UCS_OK;
 }
 
+static void uct_specrdv_iface_report(uct_specrdv_iface_t *iface)
+{
+    char line[1024];
+    size_t len;
+    int i;
+
+    len = snprintf(line, sizeof(line), "[%s] ucx-spec: specrdv %s iface %p",
+                   ucs_get_host_name(),
+                   ucs_derived_of(iface->super.md, uct_specrdv_md_t)->writer->name,
+                   iface);
+    for (i = 0; (i < UCT_SPECRDV_CNT_LAST) && (len < sizeof(line)); ++i) {
+        len += snprintf(line + len, sizeof(line) - len, " %s %" PRIu64,
+                        uct_specrdv_conn_counter_names[i],
+                        iface->conns.counters[i]);
+    }
+
+    /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
+    fprintf(stderr, "%s\n", line);
+}
+
+const uint64_t *uct_specrdv_iface_counters(struct uct_iface *tl_iface)
+{
+    return ucs_derived_of(tl_iface, uct_specrdv_iface_t)->conns.counters;
+}
+
 static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_iface_t)
 {
+    if (self->config.report) {
+        uct_specrdv_iface_report(self);
+    }
     ucs_arbiter_cleanup(&self->arbiter);
     uct_specrdv_conns_cleanup(&self->conns);
 }

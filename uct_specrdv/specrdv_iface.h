@@ -46,6 +46,7 @@ typedef struct uct_specrdv_iface_config {
     unsigned                 ring_after;
     unsigned long            credit_update;
     double                   bandwidth;
+    int                      report;
 } uct_specrdv_iface_config_t;
 
 
@@ -61,6 +62,7 @@ typedef struct uct_specrdv_iface {
         size_t               slot_size;     /* bytes per slot, all included */
         unsigned             poll_set;      /* rings this interface polls */
         double               bandwidth;     /* estimate reported to UCP */
+        int                  report;        /* print counters at close */
     } config;
 } uct_specrdv_iface_t;
 

@@ -216,6 +216,12 @@ static void fake_ring_write(uct_specrdv_conns_t *conns,
     }
 }
 
+static void fake_ring_release(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *peer)
+{
+    fpeer(peer)->tx_ring = -1;
+}
+
 static void fake_credit_push(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, unsigned ring,
                              uint16_t tail)
@@ -267,6 +273,7 @@ static const uct_specrdv_wire_ops_t fake_ops = {
     .fb_post       = fake_fb_post,
     .fb_can_send   = fake_fb_can_send,
     .credit_push   = fake_credit_push,
+    .ring_release  = fake_ring_release,
     .ring_free     = fake_ring_free,
     .rx_ctrl       = fake_rx_ctrl,
     .poll_fallback = fake_poll_fallback
@@ -520,7 +527,8 @@ static void test_ring_reuse_starts_blank(void **state)
 }
 
 /* With one ring, the second sender is refused, keeps to the fallback channel
- * and asks again only after UCT_SPECRDV_RING_RETRY more messages */
+ * and asks again only after UCT_SPECRDV_RING_RETRY more messages; the first,
+ * as busy, keeps its ring */
 static void test_polling_set_full(void **state)
 {
     side_t *a = side_new(1, 1, 2), *c = side_new(1, 1, 2);
@@ -548,8 +556,82 @@ static void test_polling_set_full(void **state)
     assert_int_equal(CNT(a, RING_GRANTED), 1);
     assert_int_equal(CNT(c, RING_GRANTED), 0);
     assert_int_equal(CNT(c, RING_REFUSED), 2);
+    assert_int_equal(CNT(c, RING_WANTED), 2);
+    assert_int_equal(CNT(b, RING_EVICTED), 0);   /* a is as busy as c */
     assert_int_equal(CNT(c, TX_RING), 0);
     assert_int_equal(CNT(b, RING_ADMITTED), 1);
+    unlink_peer(a, &pa);
+    unlink_peer(c, &pc);
+    unlink_peer(b, &pb);
+    unlink_peer(b, &pbc);
+    side_free(a);
+    side_free(b);
+    side_free(c);
+}
+
+/* Send messages *seq.. of one sender while everyone progresses */
+static void send_many(side_t *s, fpeer_t *p, uint32_t *seq, uint32_t count,
+                      side_t *x, side_t *y, side_t *z)
+{
+    uint32_t end = *seq + count;
+
+    while (*seq < end) {
+        if (send_msg(s, p, *seq)) {
+            ++*seq;
+        }
+        progress(x);
+        progress(y);
+        progress(z);
+    }
+}
+
+/* A full polling set gives a cold peer's ring to a hot newcomer, and back */
+static void test_eviction_and_readmission(void **state)
+{
+    side_t *a = side_new(1, 1, 2), *c = side_new(1, 1, 2);
+    side_t *b = side_new(1, 1, 2);
+    fpeer_t pa, pb, pc, pbc;
+    uint32_t sa = 0, sc = 0;
+
+    link_peers(a, &pa, b, &pb, 1);
+    link_peers(c, &pc, b, &pbc, 2);
+
+    /* a is admitted and busy */
+    send_many(a, &pa, &sa, 40, b, a, c);
+    assert_int_equal(CNT(a, RING_GRANTED), 1);
+
+    /* c is refused while a is hotter: no eviction */
+    send_many(c, &pc, &sc, 2, b, a, c);
+    assert_int_equal(CNT(c, RING_WANTED), 1);
+    assert_int_equal(CNT(b, RING_EVICTED), 0);
+    assert_true(pa.super.flags & UCT_SPECRDV_PEER_RING_READY);
+
+    /* a goes quiet, c goes on: at its next refusal a's ring is revoked,
+     * drained and handed to c */
+    send_many(c, &pc, &sc, 3 * UCT_SPECRDV_RING_RETRY, b, a, c);
+    assert_int_equal(CNT(c, RING_WANTED), 2);
+    assert_int_equal(CNT(b, RING_EVICTED), 1);
+    assert_int_equal(CNT(a, RING_REVOKED), 1);
+    assert_false(pa.super.flags & UCT_SPECRDV_PEER_RING_READY);
+    assert_int_equal(CNT(c, RING_GRANTED), 1);
+    assert_true(CNT(c, TX_RING) > 0);
+
+    /* now c is quiet and a hot again: a is re-admitted, once a whole window of
+     * UCT_SPECRDV_RING_RETRY sends has seen c quiet */
+    send_many(a, &pa, &sa, 4 * UCT_SPECRDV_RING_RETRY, b, a, c);
+    assert_int_equal(CNT(b, RING_EVICTED), 2);
+    assert_int_equal(CNT(c, RING_REVOKED), 1);
+    assert_int_equal(CNT(a, RING_GRANTED), 2);
+    assert_int_equal(CNT(b, RING_ADMITTED), 3);
+    assert_int_equal(b->rings_freed, 2);
+
+    while (progress(a) + progress(b) + progress(c) > 0) {
+    }
+    check_delivered(b, &pa, 0, sa);
+    check_delivered(b, &pc, 0, sc);
+    assert_null(a->failed);
+    assert_null(b->failed);
+    assert_null(c->failed);
     unlink_peer(a, &pa);
     unlink_peer(c, &pc);
     unlink_peer(b, &pb);
@@ -697,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_order_across_channels),
         cmocka_unit_test(test_ring_reuse_starts_blank),
         cmocka_unit_test(test_polling_set_full),
+        cmocka_unit_test(test_eviction_and_readmission),
         cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),

@@ -10,6 +10,7 @@
 #include "specrdv_fixture.h"
 
 #include <uct/specrdv/shm/specrdv_shm_seg.h>
+#include <uct/specrdv/specrdv_conn.h>
 
 
 #define AM_ID     5
@@ -167,8 +168,10 @@ static size_t pack(void *dest, void *arg)
     return pa->length;
 }
 
-/* Send message seq by short, bcopy or zcopy in turn; NO_RESOURCE is returned */
-static ucs_status_t send_msg(uct_ep_h ep, uint32_t seq, uint32_t length)
+/* Send message seq with AM id, by short, bcopy or zcopy in turn;
+ * NO_RESOURCE is returned */
+static ucs_status_t send_msg_id(uct_ep_h ep, uint8_t id, uint32_t seq,
+                                uint32_t length)
 {
     static uint8_t buf[8192];
     pack_arg_t pa = {buf, sizeof(msg_hdr_t) + length};
@@ -178,14 +181,19 @@ static ucs_status_t send_msg(uct_ep_h ep, uint32_t seq, uint32_t length)
     fill(buf, seq, length);
     switch (seq % 3) {
     case 0:
-        return uct_ep_am_short(ep, AM_ID, *(uint64_t*)buf, buf + 8,
+        return uct_ep_am_short(ep, id, *(uint64_t*)buf, buf + 8,
                                pa.length - 8);
     case 1:
-        packed = uct_ep_am_bcopy(ep, AM_ID, pack, &pa, 0);
+        packed = uct_ep_am_bcopy(ep, id, pack, &pa, 0);
         return (packed < 0) ? (ucs_status_t)packed : UCS_OK;
     default:
-        return uct_ep_am_zcopy(ep, AM_ID, buf, 8, &iov, 1, 0, NULL);
+        return uct_ep_am_zcopy(ep, id, buf, 8, &iov, 1, 0, NULL);
     }
+}
+
+static ucs_status_t send_msg(uct_ep_h ep, uint32_t seq, uint32_t length)
+{
+    return send_msg_id(ep, AM_ID, seq, length);
 }
 
 static unsigned length_of(uint32_t seq)
@@ -235,6 +243,90 @@ static void test_order_across_channels(void **state)
     uct_ep_destroy(ep);
     uct_iface_close(sender);
     uct_iface_close(receiver);
+}
+
+/* The connection layer's counter of an interface */
+static uint64_t counter(uct_iface_h iface, int which)
+{
+    return uct_specrdv_iface_counters(iface)[which];
+}
+
+/* Send `count` messages through ep from *seq on, progressing the worker */
+static void send_many(fixture_t *f, uct_ep_h ep, uint8_t id, uint32_t *seq,
+                      uint32_t count)
+{
+    uint32_t end = *seq + count;
+    ucs_status_t status;
+
+    while (*seq < end) {
+        status = send_msg_id(ep, id, *seq, length_of(*seq));
+        if (status == UCS_OK) {
+            ++*seq;
+        } else {
+            assert_int_equal(status, UCS_ERR_NO_RESOURCE);
+        }
+        uct_worker_progress(f->worker);
+    }
+}
+
+/* One ring at the receiver: a quiet peer's ring is taken back, drained and
+ * given to a busy newcomer, and later the other way round; every message of
+ * both senders arrives in order and intact */
+static void test_eviction_and_readmission(void **state)
+{
+    fixture_t *f   = *state;
+    receiver_t ra  = {0}, rc = {0};
+    uct_iface_h a, c, b;
+    uint32_t sa = 0, sc = 0;
+    uct_ep_h epa, epc;
+
+    assert_int_equal(open_iface(f, &a, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &c, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(b, AM_ID, am_handler, &ra, 0),
+                     UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(b, AM_ID + 1, am_handler, &rc,
+                                              0), UCS_OK);
+    uct_iface_progress_enable(a, UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(b, UCT_PROGRESS_RECV);
+    uct_iface_progress_enable(c, UCT_PROGRESS_RECV);
+    connect_ep(f, a, b, &epa);
+    connect_ep(f, c, b, &epc);
+
+    send_many(f, epa, AM_ID, &sa, 40);
+    assert_int_equal(counter(a, UCT_SPECRDV_CNT_RING_GRANTED), 1);
+
+    /* refused while a is busier: nothing is taken */
+    send_many(f, epc, AM_ID + 1, &sc, 2);
+    assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_WANTED), 1);
+    assert_int_equal(counter(b, UCT_SPECRDV_CNT_RING_EVICTED), 0);
+
+    /* a is quiet: its ring goes to c */
+    send_many(f, epc, AM_ID + 1, &sc, 3 * UCT_SPECRDV_RING_RETRY);
+    assert_int_equal(counter(b, UCT_SPECRDV_CNT_RING_EVICTED), 1);
+    assert_int_equal(counter(a, UCT_SPECRDV_CNT_RING_REVOKED), 1);
+    assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_GRANTED), 1);
+    assert_true(counter(c, UCT_SPECRDV_CNT_TX_RING) > 0);
+
+    /* c is quiet: a has it again, once a whole window of
+     * UCT_SPECRDV_RING_RETRY sends has seen c quiet */
+    send_many(f, epa, AM_ID, &sa, 4 * UCT_SPECRDV_RING_RETRY);
+    assert_int_equal(counter(b, UCT_SPECRDV_CNT_RING_EVICTED), 2);
+    assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_REVOKED), 1);
+    assert_int_equal(counter(a, UCT_SPECRDV_CNT_RING_GRANTED), 2);
+
+    progress_until(f, &ra, sa);
+    progress_until(f, &rc, sc);
+    assert_int_equal(ra.bad, 0);
+    assert_int_equal(rc.bad, 0);
+    uct_ep_destroy(epa);
+    uct_ep_destroy(epc);
+    uct_iface_close(a);
+    uct_iface_close(c);
+    uct_iface_close(b);
 }
 
 static int pending_runs;
@@ -417,6 +509,8 @@ static void test_other_slot_size_unreachable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_eviction_and_readmission,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_order_across_channels, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_channels_and_pending, setup,
