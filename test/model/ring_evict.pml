@@ -1,0 +1,168 @@
+/*
+ * ucx-spec: model of one specrdv connection whose ring the receiver may take
+ * back (uct_specrdv/specrdv_conn.c), checked with spin by test/model/run.
+ *
+ * One sender S sends K active messages to one receiver R.  Each goes through
+ * the ring when S holds it and has a credit, else through the fallback FIFO;
+ * every message of either channel, control messages included, takes the
+ * connection's next PSN.  S may claim the ring when it is free (and says so
+ * with RING), or be refused while another sender O holds it (and says so
+ * with RING_WANTED).  R may revoke S's ring at any time, which covers every
+ * RING_WANTED it could act on (RING_REVOKE on the reverse channel); S stops
+ * writing it and answers RING_RELEASED; R closes the ring when it delivers
+ * RELEASED, blanks it and frees it, and S may claim it again.  A ring write
+ * lands whole (partial landing is the slot protocol's, tested in
+ * test_specrdv_slot); R frees each slot at once and pushes its tail.
+ *
+ * Checked:
+ *  - every active message is delivered once, in order (assertions);
+ *  - the ring is drained when R frees it: no write is lost;
+ *  - no deadlock: both sides finish (spin's invalid end states).
+ *
+ * Seeded faults, each of which must make the check fail (test/model/run):
+ *  WRITE_AFTER_RELEASE  S goes on writing the ring after it released it
+ *  CLOSE_AT_REVOKE      R frees the ring when it revokes it, not at RELEASED
+ *  RELEASED_NOW         R takes RELEASED without waiting for its PSN's turn
+ */
+
+#ifndef K
+#define K 4           /* active messages */
+#endif
+#define SLOTS 2
+#define FB    2
+#define EMPTY 255
+#define WANTS 2       /* refusals S reports, and */
+#define REVOKES 2     /* revokes R makes, to bound the state space */
+
+mtype = { AM, RING, WANTED, RELEASED, REVOKE };
+
+chan fb  = [FB] of { mtype, byte, byte };   /* type, PSN, message number */
+chan rev = [1] of { mtype };
+
+byte slot_psn[SLOTS];      /* the receiver's ring as landed */
+byte slot_am[SLOTS];
+byte ring_owner   = 0;     /* 1: S holds the ring */
+byte rx_tail_pub  = 0;     /* R's tail as last pushed to S */
+bool ring_open    = 0;     /* in R's polling set */
+byte ring_written = 0;     /* writes and deliveries under this ownership */
+byte ring_read    = 0;
+byte am_delivered = 0;
+bool revoking     = 0;
+bool rx_done      = 0;
+
+inline ring_free() {
+    atomic {
+        slot_psn[0]  = EMPTY;
+        slot_psn[1]  = EMPTY;
+        ring_written = 0;
+        ring_read    = 0;
+        rx_tail_pub  = 0;
+        ring_open    = 0;
+        ring_owner   = 0
+    }
+}
+
+proctype S()
+{
+    byte psn = 0, am = 0, head = 0, tail = 0, wants = 0;
+    bool has_ring = 0;
+
+    do
+    :: (am < K) && has_ring ->
+        tail = rx_tail_pub;
+        if
+        :: head - tail < SLOTS ->
+            atomic {
+                slot_psn[head % SLOTS] = psn;
+                slot_am[head % SLOTS]  = am;
+                head++; psn++; am++;
+                ring_written++
+            }
+        :: else ->                       /* no credit: fall back */
+            fb!AM(psn, am); psn++; am++
+        fi
+    :: (am < K) && !has_ring ->
+        fb!AM(psn, am); psn++; am++
+    :: (am < K) && !has_ring && (wants < WANTS) ->
+        if
+        :: atomic { ring_owner == 0 -> ring_owner = 1 };
+            fb!RING(psn, 0); psn++;
+            has_ring = 1; head = 0; tail = 0
+        :: atomic { ring_owner != 0 -> skip };
+            fb!WANTED(psn, 0); psn++; wants++
+        fi
+    :: rev?REVOKE ->
+#ifndef WRITE_AFTER_RELEASE
+        has_ring = 0;
+#endif
+        fb!RELEASED(psn, 0); psn++
+    :: (am == K) && rx_done -> break
+    od
+}
+
+proctype R()
+{
+    byte esn = 0, rx_head = 0, revokes = 0;
+    mtype t;
+    byte p, a;
+
+    do
+    :: atomic { ring_open && (slot_psn[rx_head % SLOTS] == esn) ->
+        assert(slot_am[rx_head % SLOTS] == am_delivered);
+        am_delivered++; esn++;
+        slot_psn[rx_head % SLOTS] = EMPTY;
+        rx_head++; ring_read++;
+        rx_tail_pub = rx_head }
+    :: atomic { ring_open && (ring_owner == 1) && !revoking &&
+                (revokes < REVOKES) -> revoking = 1; revokes++ };
+        rev!REVOKE;
+#ifdef CLOSE_AT_REVOKE
+        ring_free()
+#endif
+#ifdef RELEASED_NOW
+    :: atomic { fb?<RELEASED, p, a> -> esn = p };
+#endif
+    /* An early message is held: only the expected PSN is taken, and a
+     * message that never comes leaves R blocked, an invalid end state */
+    :: fb?<t, eval(esn), a> ->
+            fb?t, p, a;
+            esn++;
+            if
+            :: t == AM ->
+                assert(a == am_delivered);
+                am_delivered++
+            :: t == RING ->
+                assert(!ring_open);
+                ring_open = 1; rx_head = 0
+            :: t == WANTED -> skip
+            :: t == RELEASED ->
+                assert(revoking);
+                revoking = 0;
+#ifndef CLOSE_AT_REVOKE
+                assert(ring_written == ring_read);
+                ring_free()
+#endif
+            fi
+    :: (am_delivered == K) && !revoking && empty(fb) ->
+        rx_done = 1;
+        break
+    od
+}
+
+/* Another sender: takes the free ring once and gives it back */
+proctype O()
+{
+end_o:
+    atomic { ring_owner == 0 -> ring_owner = 2 };
+    atomic { ring_owner = 0 }
+}
+
+init {
+    atomic {
+        slot_psn[0] = EMPTY;
+        slot_psn[1] = EMPTY;
+        run S();
+        run R();
+        run O()
+    }
+}
