@@ -28,9 +28,12 @@ typedef struct {
 } uct_specrdv_shm_seg_layout_t;
 
 
+/* Rings a power of two apart would put every idle head slot the receiver
+ * polls into one cache set, and a polling set larger than the cache's ways
+ * would miss on each of them: a cache line more staggers them */
 size_t uct_specrdv_shm_seg_ring_bytes(const uct_specrdv_ring_geom_t *geom)
 {
-    return geom->slot_size * geom->num_slots;
+    return geom->slot_size * geom->num_slots + UCS_SYS_CACHE_LINE_SIZE;
 }
 
 static void

@@ -551,7 +551,15 @@ unsigned uct_specrdv_conns_poll_rings(uct_specrdv_conns_t *conns)
 
     /* A failing peer leaves the set, and the last ring takes its place */
     while (i < conns->poll_count) {
-        index  = conns->poll_set[i];
+        index = conns->poll_set[i];
+        if (ucs_likely(!uct_specrdv_ring_rx_ready(&conns->rings[index].rx) &&
+                       (uct_specrdv_ring_rx_credits_pending(
+                                &conns->rings[index].rx) <
+                        conns->credit_update))) {
+            ++i;
+            continue;
+        }
+
         count += uct_specrdv_conns_poll_ring(conns, index);
         if ((i < conns->poll_count) && (conns->poll_set[i] == index)) {
             ++i;

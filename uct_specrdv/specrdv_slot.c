@@ -85,7 +85,9 @@ void uct_specrdv_ring_rx_init(uct_specrdv_ring_rx_t *rx, void *slots,
                               uint8_t *released,
                               const uct_specrdv_ring_geom_t *geom)
 {
-    rx->slots     = slots;
+    rx->slots      = slots;
+    rx->next       = slots;
+    rx->next_index = 0;
     rx->geom      = *geom;
     rx->head      = 0;
     rx->tail      = 0;
@@ -115,8 +117,7 @@ ucs_status_t uct_specrdv_hdr_check(const uct_specrdv_hdr_t *hdr,
 ucs_status_t uct_specrdv_ring_rx_peek(uct_specrdv_ring_rx_t *rx,
                                       uct_specrdv_hdr_t **hdr_p)
 {
-    uint8_t *slot          = uct_specrdv_ring_slot(rx->slots, &rx->geom,
-                                                   rx->head);
+    uint8_t *slot          = rx->next;
     uct_specrdv_hdr_t *hdr = (uct_specrdv_hdr_t*)slot;
     uint8_t flag           = *(volatile uint8_t*)&hdr->flag;
     uint32_t length;
@@ -157,12 +158,19 @@ ucs_status_t uct_specrdv_ring_rx_peek(uct_specrdv_ring_rx_t *rx,
 
 uint32_t uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx)
 {
-    uint8_t *slot = uct_specrdv_ring_slot(rx->slots, &rx->geom, rx->head);
+    uint32_t index = rx->next_index;
 
     /* Clear now rather than at release: the slot must not look full when the
      * head comes round again, and nothing else writes the head flag */
-    ((uct_specrdv_hdr_t*)slot)->flag = 0;
-    return rx->head++ % rx->geom.num_slots;
+    ((uct_specrdv_hdr_t*)rx->next)->flag = 0;
+    ++rx->head;
+    if (++rx->next_index == rx->geom.num_slots) {
+        rx->next_index = 0;
+        rx->next       = rx->slots;
+    } else {
+        rx->next      += rx->geom.slot_size;
+    }
+    return index;
 }
 
 unsigned uct_specrdv_ring_rx_release(uct_specrdv_ring_rx_t *rx, uint32_t index)

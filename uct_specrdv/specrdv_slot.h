@@ -89,6 +89,8 @@ typedef struct uct_specrdv_ring_tx {
 typedef struct uct_specrdv_ring_rx {
     uint8_t                 *slots;
     uct_specrdv_ring_geom_t geom;
+    uint8_t                 *next;     /* the head slot, polled when idle */
+    uint32_t                next_index;
     uint32_t                head;      /* next slot to poll, free-running */
     uint32_t                tail;      /* oldest slot not yet released */
     uint32_t                announced; /* tail the sender was last told */
@@ -162,6 +164,13 @@ void uct_specrdv_ring_rx_init(uct_specrdv_ring_rx_t *rx, void *slots,
  */
 ucs_status_t uct_specrdv_ring_rx_peek(uct_specrdv_ring_rx_t *rx,
                                       uct_specrdv_hdr_t **hdr_p);
+
+/* Whether the head slot's flag is set: the whole idle poll, no division */
+static UCS_F_ALWAYS_INLINE int
+uct_specrdv_ring_rx_ready(const uct_specrdv_ring_rx_t *rx)
+{
+    return ((volatile uct_specrdv_hdr_t*)rx->next)->flag != 0;
+}
 
 /* Take the message uct_specrdv_ring_rx_peek() found; returns its slot index */
 uint32_t uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx);
