@@ -20,6 +20,8 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 
 
@@ -225,6 +227,17 @@ static void uct_specrdv_shm_ring_release(uct_specrdv_conns_t *conns,
     uct_specrdv_shm_peer(generic)->tx_ring = -1;
 }
 
+/* A process that died cannot write any more; nor can one whose interface
+ * closed (the segment says so) */
+static int uct_specrdv_shm_peer_alive(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_shm_peer_t *peer = uct_specrdv_shm_peer(generic);
+
+    return !peer->seg.ctl->closed &&
+           ((kill(peer->pid, 0) == 0) || (errno != ESRCH));
+}
+
 static void uct_specrdv_shm_credit_push(uct_specrdv_conns_t *conns,
                                         uct_specrdv_peer_t *peer,
                                         unsigned ring, uint16_t tail)
@@ -377,6 +390,7 @@ const uct_specrdv_wire_ops_t uct_specrdv_shm_wire_ops = {
     .fb_can_send   = uct_specrdv_shm_fb_can_send,
     .credit_push   = uct_specrdv_shm_credit_push,
     .ring_release  = uct_specrdv_shm_ring_release,
+    .peer_alive    = uct_specrdv_shm_peer_alive,
     .ring_free     = uct_specrdv_shm_ring_free,
     .rx_ctrl       = uct_specrdv_shm_rx_ctrl,
     .poll_fallback = uct_specrdv_shm_poll_fifo

@@ -16,7 +16,11 @@
 
 
 /* Messages taken from one ring per progress call */
-#define UCT_SPECRDV_RX_BATCH  16
+#define UCT_SPECRDV_RX_BATCH        16
+
+/* Progress calls between two questions whether a peer that has not released
+ * a revoked ring is still there */
+#define UCT_SPECRDV_REVOKE_POLLS    4096
 
 
 const char *uct_specrdv_conn_counter_names[] = {
@@ -80,6 +84,9 @@ void uct_specrdv_peer_cleanup(uct_specrdv_conns_t *conns,
     ucs_assert(ucs_list_is_empty(&peer->eps));
     if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
         --conns->ctrl_pending;
+    }
+    if (conns->revoking == peer) {
+        conns->revoking = NULL;
     }
     if ((peer->rx_ring >= 0) && !(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
         uct_specrdv_conns_rx_ring_close(conns, peer);
@@ -367,6 +374,28 @@ void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
     uct_specrdv_conns_rx_ring_reclaim(conns, index);
 }
 
+void uct_specrdv_conns_peer_gone(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *peer)
+{
+    int index = peer->rx_ring;
+
+    ucs_debug("specrdv: %s is gone", peer->name);
+    peer->flags &= ~UCT_SPECRDV_PEER_REVOKING;
+    if (conns->revoking == peer) {
+        conns->revoking = NULL;
+    }
+
+    uct_specrdv_peer_fail(conns, peer, UCS_ERR_CONNECTION_RESET);
+    if (index >= 0) {
+        /* Nobody writes it any more, so unlike a broken peer's, this ring
+         * can go back to the writer once its slots are released */
+        peer->rx_ring               = -1;
+        conns->rings[index].closing = 1;
+        uct_specrdv_conns_rx_ring_reclaim(conns, index);
+        UCT_SPECRDV_CONNS_STAT(conns, RING_RECLAIMED);
+    }
+}
+
 void uct_specrdv_conns_rx_release(uct_specrdv_conns_t *conns, void *slot_byte)
 {
     size_t offset               = UCS_PTR_BYTE_DIFF(conns->rx_base, slot_byte);
@@ -410,6 +439,8 @@ static void uct_specrdv_conns_ring_wanted(uct_specrdv_conns_t *conns,
                   "(%u)", coldest->peer->name, coldest->recent, wanter->name,
                   wanter->rx_fb_msgs);
         coldest->peer->flags |= UCT_SPECRDV_PEER_REVOKING;
+        conns->revoking       = coldest->peer;
+        conns->revoke_polls   = 0;
         uct_specrdv_peer_send_ctrl_or_defer(conns, coldest->peer,
                                             UCT_SPECRDV_CTRL_RING_REVOKE,
                                             UCT_SPECRDV_PEER_REVOKE_TX);
@@ -443,7 +474,8 @@ static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
         return;
     case UCT_SPECRDV_CTRL_RING_RELEASED:
         if ((peer->flags & UCT_SPECRDV_PEER_REVOKING) && (peer->rx_ring >= 0)) {
-            peer->flags &= ~UCT_SPECRDV_PEER_REVOKING;
+            peer->flags    &= ~UCT_SPECRDV_PEER_REVOKING;
+            conns->revoking = NULL;
             uct_specrdv_conns_rx_ring_close(conns, peer);
             UCT_SPECRDV_CONNS_STAT(conns, RING_EVICTED);
             return;
@@ -568,6 +600,13 @@ unsigned uct_specrdv_conns_poll_rings(uct_specrdv_conns_t *conns)
 
     if (ucs_unlikely(conns->ctrl_pending > 0)) {
         uct_specrdv_conns_send_deferred(conns);
+    }
+
+    /* A peer that died holding a revoked ring never releases it */
+    if (ucs_unlikely(conns->revoking != NULL) &&
+        (++conns->revoke_polls % UCT_SPECRDV_REVOKE_POLLS == 0) &&
+        !conns->ops->peer_alive(conns, conns->revoking)) {
+        uct_specrdv_conns_peer_gone(conns, conns->revoking);
     }
     return count;
 }

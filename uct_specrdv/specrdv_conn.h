@@ -24,7 +24,9 @@
  *    through the fallback channel (RING_REVOKE); the owner stops writing it, falls
  *    back, and answers RING_RELEASED, whose PSN comes after its last ring
  *    message, so the ring is drained once RELEASED is delivered; the ring
- *    goes back to the writer blank, and the evicted peer may ask again;
+ *    goes back to the writer blank, and the evicted peer may ask again; a
+ *    peer that cannot answer because it is gone (the writer says so) has
+ *    its connection failed and its ring taken back without an answer;
  *  - failure: a corrupt or out-of-order message fails its connection only.
  *
  * A writer supplies the wire acts alone (uct_specrdv_wire_ops_t): how the
@@ -59,7 +61,8 @@
     _(RING_ADMITTED,  "peers admitted into this side's polling set") \
     _(RING_WANTED,    "refusals this side reported to a full polling set") \
     _(RING_EVICTED,   "rings this side took back from cold peers") \
-    _(RING_REVOKED,   "rings peers took back from this side")
+    _(RING_REVOKED,   "rings peers took back from this side") \
+    _(RING_RECLAIMED, "rings taken back from peers that were gone")
 
 enum {
 #define UCT_SPECRDV_CONN_COUNTER_ENUM(_name, _desc) UCT_SPECRDV_CNT_##_name,
@@ -196,6 +199,11 @@ typedef struct uct_specrdv_wire_ops {
     void         (*ring_release)(uct_specrdv_conns_t *conns,
                                  uct_specrdv_peer_t *peer);
 
+    /* Receiver: whether @a peer may still write to us; asked now and then
+     * while a ring revoked from it has not been released */
+    int          (*peer_alive)(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *peer);
+
     /* Receiver: ring @a ring is closed, idle and blank; the writer may give
      * it to another sender */
     void         (*ring_free)(uct_specrdv_conns_t *conns, unsigned ring);
@@ -253,6 +261,8 @@ struct uct_specrdv_conns {
     unsigned                     *poll_set;     /* indexes of open rings */
     unsigned                     poll_count;
     unsigned                     ctrl_pending;  /* peers with PEER_CTRL_TX */
+    uct_specrdv_peer_t           *revoking;     /* RELEASED awaited from it */
+    unsigned                     revoke_polls;  /* progress calls since */
     uint64_t                     counters[UCT_SPECRDV_CNT_LAST];
 };
 
@@ -305,6 +315,11 @@ void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
 /* Whether a message could be sent now */
 int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer);
+
+/* Peer that can no longer write to us (its process or connection is gone):
+ * fail the connection and take its ring back */
+void uct_specrdv_conns_peer_gone(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *peer);
 
 /* Broken peer: stop reading it and tell the interface; idempotent */
 void uct_specrdv_peer_fail(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,

@@ -42,6 +42,7 @@ typedef struct fpeer {
     side_t             *remote;
     struct fpeer       *twin;       /* the remote side's peer for us */
     int                tx_ring;
+    int                gone;        /* its process died */
     uint8_t            mirror[SLOTS * SLOT];
 } fpeer_t;
 
@@ -222,6 +223,11 @@ static void fake_ring_release(uct_specrdv_conns_t *conns,
     fpeer(peer)->tx_ring = -1;
 }
 
+static int fake_peer_alive(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
+{
+    return !fpeer(peer)->twin->gone;
+}
+
 static void fake_credit_push(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, unsigned ring,
                              uint16_t tail)
@@ -274,6 +280,7 @@ static const uct_specrdv_wire_ops_t fake_ops = {
     .fb_can_send   = fake_fb_can_send,
     .credit_push   = fake_credit_push,
     .ring_release  = fake_ring_release,
+    .peer_alive    = fake_peer_alive,
     .ring_free     = fake_ring_free,
     .rx_ctrl       = fake_rx_ctrl,
     .poll_fallback = fake_poll_fallback
@@ -648,6 +655,45 @@ static void test_eviction_and_readmission(void **state)
     trio_free(t);
 }
 
+/* An owner that died never releases its revoked ring: once the writer says
+ * it is gone, its connection fails and the ring goes to the newcomer */
+static void test_dead_owner_ring_reclaimed(void **state)
+{
+    trio_t *t = trio_new(1, 1, 2);
+    side_t *a = t->a, *b = t->b, *c = t->c;
+    fpeer_t *pa = &t->pa, *pb = &t->pb, *pc = &t->pc;
+    uint32_t sa = 0, sc = 0;
+    int i;
+
+    send_many(a, pa, &sa, 40, b, a, c);
+    assert_int_equal(CNT(a, RING_GRANTED), 1);
+
+    /* a dies: it progresses no more */
+    pa->gone = 1;
+    send_many(c, pc, &sc, 2 * UCT_SPECRDV_RING_RETRY + 10, b, c, c);
+    assert_int_equal(CNT(c, RING_WANTED), 3);   /* at sends 2, 259, 516 */
+    assert_true(pb->super.flags & UCT_SPECRDV_PEER_REVOKING);
+    assert_int_equal(CNT(b, RING_RECLAIMED), 0);
+
+    for (i = 0; i < 5000; ++i) {
+        progress(b);
+    }
+    assert_int_equal(CNT(b, RING_RECLAIMED), 1);
+    assert_int_equal(CNT(b, RING_EVICTED), 0);
+    assert_ptr_equal(b->failed, pb);
+    assert_int_equal(b->failed_status, UCS_ERR_CONNECTION_RESET);
+    assert_int_equal(b->rings_freed, 1);
+
+    send_many(c, pc, &sc, UCT_SPECRDV_RING_RETRY + 10, b, c, c);
+    assert_int_equal(CNT(c, RING_GRANTED), 1);
+    assert_true(CNT(c, TX_RING) > 0);
+    while (progress(b) + progress(c) > 0) {
+    }
+    check_delivered(b, pa, 0, sa);
+    check_delivered(b, pc, 0, sc);
+    trio_free(t);
+}
+
 /* Kept descriptors released out of order: the tail, and so the sender's
  * credits, advance only over a released prefix */
 static void test_kept_descriptors(void **state)
@@ -772,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_ring_reuse_starts_blank),
         cmocka_unit_test(test_polling_set_full),
         cmocka_unit_test(test_eviction_and_readmission),
+        cmocka_unit_test(test_dead_owner_ring_reclaimed),
         cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),

@@ -12,6 +12,10 @@
 #include <uct/specrdv/shm/specrdv_shm_seg.h>
 #include <uct/specrdv/specrdv_conn.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 
 #define AM_ID     5
 #define MAX_MSGS  512
@@ -105,24 +109,30 @@ static void progress_until(fixture_t *f, receiver_t *r, uint32_t count)
     assert_int_equal(r->expected, count);
 }
 
-static void connect_ep(fixture_t *f, uct_iface_h from, uct_iface_h to,
-                       uct_ep_h *ep_p)
+static void connect_addr(uct_iface_h from, const void *dev_addr,
+                         const void *iface_addr, uct_ep_h *ep_p)
 {
-    uint8_t dev_addr[64], iface_addr[64];
     uct_ep_params_t params = {
         .field_mask = UCT_EP_PARAM_FIELD_IFACE |
                       UCT_EP_PARAM_FIELD_DEV_ADDR |
                       UCT_EP_PARAM_FIELD_IFACE_ADDR,
         .iface      = from,
-        .dev_addr   = (void*)dev_addr,
-        .iface_addr = (void*)iface_addr
+        .dev_addr   = dev_addr,
+        .iface_addr = iface_addr
     };
+
+    assert_int_equal(uct_iface_is_reachable(from, dev_addr, iface_addr), 1);
+    assert_int_equal(uct_ep_create(&params, ep_p), UCS_OK);
+}
+
+static void connect_ep(fixture_t *f, uct_iface_h from, uct_iface_h to,
+                       uct_ep_h *ep_p)
+{
+    uint8_t dev_addr[64], iface_addr[64];
 
     assert_int_equal(uct_iface_get_device_address(to, (void*)dev_addr), UCS_OK);
     assert_int_equal(uct_iface_get_address(to, (void*)iface_addr), UCS_OK);
-    assert_int_equal(uct_iface_is_reachable(from, (void*)dev_addr,
-                                            (void*)iface_addr), 1);
-    assert_int_equal(uct_ep_create(&params, ep_p), UCS_OK);
+    connect_addr(from, dev_addr, iface_addr, ep_p);
 }
 
 /* A sender and a receiver with the same ring, ring-after and FIFO settings,
@@ -329,6 +339,135 @@ static void test_eviction_and_readmission(void **state)
     uct_iface_close(b);
 }
 
+static const char *self_path;   /* this program, for the child to run */
+
+static void to_hex(char *out, const uint8_t *in, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; ++i) {
+        sprintf(out + 2 * i, "%02x", in[i]);
+    }
+}
+
+static void from_hex(uint8_t *out, const char *in)
+{
+    unsigned byte;
+
+    for (; sscanf(in, "%2x", &byte) == 1; in += 2) {
+        *out++ = byte;
+    }
+}
+
+/* The child of test_dead_owner_ring_reclaimed, a fresh process (a forked
+ * copy would inherit UCS's async state without its thread): `count`
+ * messages to the parent's interface, then, once the parent has read them
+ * (a byte on stdin), SIGKILL while it holds a ring there.  A failing child
+ * only sends less, which the parent sees; it never outlives 30 s. */
+static int child_send_and_die(const char *dev_hex, const char *iface_hex)
+{
+    uint8_t dev_addr[64], iface_addr[64];
+    void *state;
+    fixture_t *f;
+    uct_iface_h iface;
+    uint32_t seq = 0;
+    uct_ep_h ep;
+    char byte;
+
+    alarm(30);
+    from_hex(dev_addr, dev_hex);
+    from_hex(iface_addr, iface_hex);
+    setup(&state);
+    f = state;
+    if (open_iface(f, &iface, "POLL_SET", "1", "RING_AFTER", "1", NULL) !=
+        UCS_OK) {
+        return 1;
+    }
+    connect_addr(iface, dev_addr, iface_addr, &ep);
+    while (seq < 40) {
+        if (send_msg_id(ep, AM_ID, seq, length_of(seq)) == UCS_OK) {
+            ++seq;
+        }
+        uct_worker_progress(f->worker);
+    }
+    while (read(0, &byte, 1) < 0) {
+    }
+    raise(SIGKILL);
+    return 1;
+}
+
+/* A process killed while it holds a ring never releases it when revoked:
+ * the receiver finds it gone, fails its connection and gives the ring to a
+ * newcomer; the dead process's messages that arrived are all delivered */
+static void test_dead_owner_ring_reclaimed(void **state)
+{
+    fixture_t *f  = *state;
+    receiver_t ra = {0}, rc = {0};
+    uint8_t dev_addr[64], iface_addr[64];
+    char dev_hex[129], iface_hex[129];
+    uct_iface_attr_t attr;
+    uct_iface_h b, c;
+    uint32_t sc = 0;
+    int status, i, go[2];
+    uct_ep_h epc;
+    pid_t child;
+
+    assert_int_equal(open_iface(f, &b, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(b, AM_ID, am_handler, &ra, 0),
+                     UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(b, AM_ID + 1, am_handler, &rc,
+                                              0), UCS_OK);
+    uct_iface_progress_enable(b, UCT_PROGRESS_RECV);
+    assert_int_equal(uct_iface_get_device_address(b, (void*)dev_addr), UCS_OK);
+    assert_int_equal(uct_iface_get_address(b, (void*)iface_addr), UCS_OK);
+    assert_int_equal(uct_iface_query(b, &attr), UCS_OK);
+    to_hex(dev_hex, dev_addr, attr.device_addr_len);
+    to_hex(iface_hex, iface_addr, attr.iface_addr_len);
+
+    assert_int_equal(pipe(go), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(go[0], 0);
+        execl(self_path, self_path, "--send-and-die", dev_hex, iface_hex,
+              (char*)NULL);
+        _exit(127);
+    }
+    for (i = 0; (i < 10000) && (ra.expected < 40); ++i) {
+        uct_worker_progress(f->worker);
+        usleep(100);
+    }
+    assert_int_equal(ra.expected, 40);
+    assert_int_equal(ra.bad, 0);
+    assert_int_equal(write(go[1], "k", 1), 1);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    close(go[0]);
+    close(go[1]);
+
+    assert_int_equal(open_iface(f, &c, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    uct_iface_progress_enable(c, UCT_PROGRESS_RECV);
+    connect_ep(f, c, b, &epc);
+    send_many(f, epc, AM_ID + 1, &sc, 2 * UCT_SPECRDV_RING_RETRY + 10);
+    assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_WANTED), 3);
+    for (i = 0; i < 5000; ++i) {
+        uct_worker_progress(f->worker);
+    }
+    assert_int_equal(counter(b, UCT_SPECRDV_CNT_RING_RECLAIMED), 1);
+
+    send_many(f, epc, AM_ID + 1, &sc, UCT_SPECRDV_RING_RETRY + 10);
+    assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_GRANTED), 1);
+    assert_true(counter(c, UCT_SPECRDV_CNT_TX_RING) > 0);
+    progress_until(f, &rc, sc);
+    assert_int_equal(rc.bad, 0);
+    uct_ep_destroy(epc);
+    uct_iface_close(c);
+    uct_iface_close(b);
+}
+
 static int pending_runs;
 
 static ucs_status_t pending_cb(uct_pending_req_t *req)
@@ -506,10 +645,12 @@ static void test_other_slot_size_unreachable(void **state)
     uct_iface_close(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_eviction_and_readmission,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_owner_ring_reclaimed,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_order_across_channels, setup,
                                         teardown),
@@ -522,5 +663,10 @@ int main(void)
                                         setup, teardown),
     };
 
+    if ((argc == 4) && !strcmp(argv[1], "--send-and-die")) {
+        return child_send_and_die(argv[2], argv[3]);
+    }
+
+    self_path = argv[0];
     return cmocka_run_group_tests_name("specrdv shm writer", tests, NULL, NULL);
 }
