@@ -10,19 +10,24 @@
  * with RING_WANTED).  R may revoke S's ring at any time, which covers every
  * RING_WANTED it could act on (RING_REVOKE on the reverse channel); S stops
  * writing it and answers RING_RELEASED; R closes the ring when it delivers
- * RELEASED, blanks it and frees it, and S may claim it again.  A ring write
+ * RELEASED, blanks it and frees it, and S may claim it again.  S may also
+ * die at any point; R takes a revoked ring back without RELEASED only once
+ * the writer says S is gone (peer_alive), and then expects no more from S.
+ * A ring write
  * lands whole (partial landing is the slot protocol's, tested in
  * test_specrdv_slot); R frees each slot at once and pushes its tail.
  *
  * Checked:
  *  - every active message is delivered once, in order (assertions);
- *  - the ring is drained when R frees it: no write is lost;
+ *  - the ring is drained when R frees it: no write is lost, and S never
+ *    writes a ring it no longer holds;
  *  - no deadlock: both sides finish (spin's invalid end states).
  *
  * Seeded faults, each of which must make the check fail (test/model/run):
  *  WRITE_AFTER_RELEASE  S goes on writing the ring after it released it
  *  CLOSE_AT_REVOKE      R frees the ring when it revokes it, not at RELEASED
  *  RELEASED_NOW         R takes RELEASED without waiting for its PSN's turn
+ *  RECLAIM_ALIVE        R takes a revoked ring back from a live S
  */
 
 #ifndef K
@@ -49,6 +54,7 @@ byte ring_read    = 0;
 byte am_delivered = 0;
 bool revoking     = 0;
 bool rx_done      = 0;
+bool s_dead       = 0;
 
 inline ring_free() {
     atomic {
@@ -73,6 +79,7 @@ proctype S()
         if
         :: head - tail < SLOTS ->
             atomic {
+                assert(ring_owner == 1);     /* never into a ring not ours */
                 slot_psn[head % SLOTS] = psn;
                 slot_am[head % SLOTS]  = am;
                 head++; psn++; am++;
@@ -97,12 +104,14 @@ proctype S()
 #endif
         fb!RELEASED(psn, 0); psn++
     :: (am == K) && rx_done -> break
+    :: s_dead = 1; break                 /* killed: writes and answers nothing */
     od
 }
 
 proctype R()
 {
     byte esn = 0, rx_head = 0, revokes = 0;
+    bool failed = 0;     /* S's connection failed: its messages are dropped */
     mtype t;
     byte p, a;
 
@@ -124,7 +133,8 @@ proctype R()
 #endif
     /* An early message is held: only the expected PSN is taken, and a
      * message that never comes leaves R blocked, an invalid end state */
-    :: fb?<t, eval(esn), a> ->
+    :: failed && nempty(fb) -> fb?t, p, a
+    :: !failed && fb?[_, eval(esn), _] ->
             fb?t, p, a;
             esn++;
             if
@@ -143,6 +153,17 @@ proctype R()
                 ring_free()
 #endif
             fi
+    /* The writer tells R that S is gone: the revoked ring comes back */
+#ifdef RECLAIM_ALIVE
+    :: revoking ->
+#else
+    :: revoking && s_dead ->
+#endif
+        revoking = 0;
+        failed   = 1;
+        ring_free()
+    :: s_dead && !revoking && empty(fb) ->
+        break
     :: (am_delivered == K) && !revoking && empty(fb) ->
         rx_done = 1;
         break
