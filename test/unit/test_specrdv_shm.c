@@ -279,6 +279,27 @@ static void send_many(fixture_t *f, uct_ep_h ep, uint8_t id, uint32_t *seq,
     }
 }
 
+/* An interface with one ring in its polling set, asking for one at a
+ * sender's second message */
+static void open_one_ring(fixture_t *f, uct_iface_h *iface_p)
+{
+    assert_int_equal(open_iface(f, iface_p, "POLL_SET", "1", "RING_AFTER", "1",
+                                NULL), UCS_OK);
+    uct_iface_progress_enable(*iface_p, UCT_PROGRESS_RECV);
+}
+
+/* Such an interface receiving from two senders, AM_ID into ra and
+ * AM_ID + 1 into rc */
+static void open_receiver_of_two(fixture_t *f, uct_iface_h *iface_p,
+                                 receiver_t *ra, receiver_t *rc)
+{
+    open_one_ring(f, iface_p);
+    assert_int_equal(uct_iface_set_am_handler(*iface_p, AM_ID, am_handler, ra,
+                                              0), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(*iface_p, AM_ID + 1, am_handler,
+                                              rc, 0), UCS_OK);
+}
+
 /* One ring at the receiver: a quiet peer's ring is taken back, drained and
  * given to a busy newcomer, and later the other way round; every message of
  * both senders arrives in order and intact */
@@ -290,19 +311,9 @@ static void test_eviction_and_readmission(void **state)
     uint32_t sa = 0, sc = 0;
     uct_ep_h epa, epc;
 
-    assert_int_equal(open_iface(f, &a, "POLL_SET", "1", "RING_AFTER", "1",
-                                NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &c, "POLL_SET", "1", "RING_AFTER", "1",
-                                NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &b, "POLL_SET", "1", "RING_AFTER", "1",
-                                NULL), UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(b, AM_ID, am_handler, &ra, 0),
-                     UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(b, AM_ID + 1, am_handler, &rc,
-                                              0), UCS_OK);
-    uct_iface_progress_enable(a, UCT_PROGRESS_RECV);
-    uct_iface_progress_enable(b, UCT_PROGRESS_RECV);
-    uct_iface_progress_enable(c, UCT_PROGRESS_RECV);
+    open_one_ring(f, &a);
+    open_one_ring(f, &c);
+    open_receiver_of_two(f, &b, &ra, &rc);
     connect_ep(f, a, b, &epa);
     connect_ep(f, c, b, &epc);
 
@@ -412,13 +423,7 @@ static void test_dead_owner_ring_reclaimed(void **state)
     uct_ep_h epc;
     pid_t child;
 
-    assert_int_equal(open_iface(f, &b, "POLL_SET", "1", "RING_AFTER", "1",
-                                NULL), UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(b, AM_ID, am_handler, &ra, 0),
-                     UCS_OK);
-    assert_int_equal(uct_iface_set_am_handler(b, AM_ID + 1, am_handler, &rc,
-                                              0), UCS_OK);
-    uct_iface_progress_enable(b, UCT_PROGRESS_RECV);
+    open_receiver_of_two(f, &b, &ra, &rc);
     assert_int_equal(uct_iface_get_device_address(b, (void*)dev_addr), UCS_OK);
     assert_int_equal(uct_iface_get_address(b, (void*)iface_addr), UCS_OK);
     assert_int_equal(uct_iface_query(b, &attr), UCS_OK);
@@ -447,9 +452,7 @@ static void test_dead_owner_ring_reclaimed(void **state)
     close(go[0]);
     close(go[1]);
 
-    assert_int_equal(open_iface(f, &c, "POLL_SET", "1", "RING_AFTER", "1",
-                                NULL), UCS_OK);
-    uct_iface_progress_enable(c, UCT_PROGRESS_RECV);
+    open_one_ring(f, &c);
     connect_ep(f, c, b, &epc);
     send_many(f, epc, AM_ID + 1, &sc, 2 * UCT_SPECRDV_RING_RETRY + 10);
     assert_int_equal(counter(c, UCT_SPECRDV_CNT_RING_WANTED), 3);
