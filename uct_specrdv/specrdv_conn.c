@@ -85,13 +85,26 @@ void uct_specrdv_peer_cleanup(uct_specrdv_conns_t *conns,
     if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
         --conns->ctrl_pending;
     }
-    if (conns->revoking == peer) {
-        conns->revoking = NULL;
-    }
     if ((peer->rx_ring >= 0) && !(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
         uct_specrdv_conns_rx_ring_close(conns, peer);
     }
     ucs_list_del(&peer->list);
+}
+
+/* The writer's connect act, once, before the first message to the peer */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_specrdv_peer_connect(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
+{
+    if (ucs_likely(peer->flags & UCT_SPECRDV_PEER_CONNECTED)) {
+        return UCS_OK;
+    }
+
+    if (conns->ops->connect(conns, peer) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    peer->flags |= UCT_SPECRDV_PEER_CONNECTED;
+    return UCS_OK;
 }
 
 /* A control message of the connection layer: no payload, fallback channel */
@@ -101,14 +114,8 @@ static ucs_status_t uct_specrdv_peer_send_ctrl(uct_specrdv_conns_t *conns,
 {
     uct_specrdv_tx_t tx;
 
-    if (!(peer->flags & UCT_SPECRDV_PEER_CONNECTED)) {
-        if (conns->ops->connect(conns, peer) != UCS_OK) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        peer->flags |= UCT_SPECRDV_PEER_CONNECTED;
-    }
-
-    if (conns->ops->fb_reserve(conns, peer, &tx) != UCS_OK) {
+    if ((uct_specrdv_peer_connect(conns, peer) != UCS_OK) ||
+        (conns->ops->fb_reserve(conns, peer, &tx) != UCS_OK)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -199,11 +206,8 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(!(peer->flags & UCT_SPECRDV_PEER_CONNECTED))) {
-        if (conns->ops->connect(conns, peer) != UCS_OK) {
-            goto no_resource;
-        }
-        peer->flags |= UCT_SPECRDV_PEER_CONNECTED;
+    if (ucs_unlikely(uct_specrdv_peer_connect(conns, peer) != UCS_OK)) {
+        goto no_resource;
     }
 
     if (ucs_likely(peer->flags & UCT_SPECRDV_PEER_RING_READY)) {
@@ -309,6 +313,10 @@ void uct_specrdv_peer_fail(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
     }
     peer->flags = (peer->flags & ~UCT_SPECRDV_PEER_CTRL_TX) |
                   UCT_SPECRDV_PEER_FAILED;
+    if (conns->revoking == peer) {
+        /* Nothing more comes from it, RING_RELEASED neither */
+        conns->revoking = NULL;
+    }
     if (peer->rx_ring >= 0) {
         /* A broken sender may still write: the ring never goes back to the
          * writer, it only leaves the polling set */
@@ -369,29 +377,23 @@ void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
     unsigned index = peer->rx_ring;
 
     uct_specrdv_conns_poll_set_remove(conns, index);
-    peer->rx_ring                = -1;
-    conns->rings[index].closing  = 1;
+    peer->rx_ring               = -1;
+    conns->rings[index].closing = 1;
+    if (conns->revoking == peer) {
+        conns->revoking = NULL;
+    }
     uct_specrdv_conns_rx_ring_reclaim(conns, index);
 }
 
 void uct_specrdv_conns_peer_gone(uct_specrdv_conns_t *conns,
                                  uct_specrdv_peer_t *peer)
 {
-    int index = peer->rx_ring;
-
     ucs_debug("specrdv: %s is gone", peer->name);
-    peer->flags &= ~UCT_SPECRDV_PEER_REVOKING;
-    if (conns->revoking == peer) {
-        conns->revoking = NULL;
-    }
-
     uct_specrdv_peer_fail(conns, peer, UCS_ERR_CONNECTION_RESET);
-    if (index >= 0) {
+    if (peer->rx_ring >= 0) {
         /* Nobody writes it any more, so unlike a broken peer's, this ring
          * can go back to the writer once its slots are released */
-        peer->rx_ring               = -1;
-        conns->rings[index].closing = 1;
-        uct_specrdv_conns_rx_ring_reclaim(conns, index);
+        uct_specrdv_conns_rx_ring_close(conns, peer);
         UCT_SPECRDV_CONNS_STAT(conns, RING_RECLAIMED);
     }
 }
@@ -420,15 +422,12 @@ static void uct_specrdv_conns_ring_wanted(uct_specrdv_conns_t *conns,
     uct_specrdv_rx_ring_t *ring;
     unsigned i;
 
-    if (wanter->rx_ring >= 0) {
+    if ((wanter->rx_ring >= 0) || (conns->revoking != NULL)) {
         return;
     }
 
     for (i = 0; i < conns->poll_count; ++i) {
         ring = &conns->rings[conns->poll_set[i]];
-        if (ring->peer->flags & UCT_SPECRDV_PEER_REVOKING) {
-            return;
-        }
         if ((coldest == NULL) || (ring->recent < coldest->recent)) {
             coldest = ring;
         }
@@ -438,9 +437,8 @@ static void uct_specrdv_conns_ring_wanted(uct_specrdv_conns_t *conns,
         ucs_debug("specrdv: taking the ring of %s (%u messages) back for %s "
                   "(%u)", coldest->peer->name, coldest->recent, wanter->name,
                   wanter->rx_fb_msgs);
-        coldest->peer->flags |= UCT_SPECRDV_PEER_REVOKING;
-        conns->revoking       = coldest->peer;
-        conns->revoke_polls   = 0;
+        conns->revoking     = coldest->peer;
+        conns->revoke_polls = 0;
         uct_specrdv_peer_send_ctrl_or_defer(conns, coldest->peer,
                                             UCT_SPECRDV_CTRL_RING_REVOKE,
                                             UCT_SPECRDV_PEER_REVOKE_TX);
@@ -473,9 +471,7 @@ static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
                                             UCT_SPECRDV_PEER_RELEASE_TX);
         return;
     case UCT_SPECRDV_CTRL_RING_RELEASED:
-        if ((peer->flags & UCT_SPECRDV_PEER_REVOKING) && (peer->rx_ring >= 0)) {
-            peer->flags    &= ~UCT_SPECRDV_PEER_REVOKING;
-            conns->revoking = NULL;
+        if (conns->revoking == peer) {
             uct_specrdv_conns_rx_ring_close(conns, peer);
             UCT_SPECRDV_CONNS_STAT(conns, RING_EVICTED);
             return;

@@ -84,9 +84,8 @@ enum {
     UCT_SPECRDV_PEER_CONNECTED  = UCS_BIT(0), /* the writer's connect act done */
     UCT_SPECRDV_PEER_RING_READY = UCS_BIT(1), /* sending through a ring */
     UCT_SPECRDV_PEER_FAILED     = UCS_BIT(2), /* broken: nothing more either way */
-    UCT_SPECRDV_PEER_REVOKING   = UCS_BIT(3), /* its ring: RELEASED awaited */
-    UCT_SPECRDV_PEER_REVOKE_TX  = UCS_BIT(4), /* RING_REVOKE still to send */
-    UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(5)  /* RING_RELEASED still to send */
+    UCT_SPECRDV_PEER_REVOKE_TX  = UCS_BIT(3), /* RING_REVOKE still to send */
+    UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(4)  /* RING_RELEASED still to send */
 };
 
 #define UCT_SPECRDV_PEER_CTRL_TX \
@@ -261,7 +260,9 @@ struct uct_specrdv_conns {
     unsigned                     *poll_set;     /* indexes of open rings */
     unsigned                     poll_count;
     unsigned                     ctrl_pending;  /* peers with PEER_CTRL_TX */
-    uct_specrdv_peer_t           *revoking;     /* RELEASED awaited from it */
+    uct_specrdv_peer_t           *revoking;     /* its ring is revoked: its
+                                                   RELEASED is awaited, and
+                                                   no other ring is revoked */
     unsigned                     revoke_polls;  /* progress calls since */
     uint64_t                     counters[UCT_SPECRDV_CNT_LAST];
 };

@@ -672,7 +672,7 @@ static void test_dead_owner_ring_reclaimed(void **state)
     pa->gone = 1;
     send_many(c, pc, &sc, 2 * UCT_SPECRDV_RING_RETRY + 10, b, c, c);
     assert_int_equal(CNT(c, RING_WANTED), 3);   /* at sends 2, 259, 516 */
-    assert_true(pb->super.flags & UCT_SPECRDV_PEER_REVOKING);
+    assert_ptr_equal(b->conns.revoking, &pb->super);
     assert_int_equal(CNT(b, RING_RECLAIMED), 0);
 
     for (i = 0; i < 5000; ++i) {
@@ -691,6 +691,33 @@ static void test_dead_owner_ring_reclaimed(void **state)
     }
     check_delivered(b, pa, 0, sa);
     check_delivered(b, pc, 0, sc);
+    trio_free(t);
+}
+
+/* A revoke ends however the revoked ring closes: the owner disconnects (its
+ * ring closes without RELEASED), or it turns out broken */
+static void test_revoke_ends_with_the_ring(void **state)
+{
+    trio_t *t = trio_new(1, 1, 2);
+    side_t *a = t->a, *b = t->b, *c = t->c;
+    fpeer_t *pa = &t->pa, *pb = &t->pb, *pc = &t->pc;
+    uint32_t sa = 0, sc = 0;
+
+    send_many(a, pa, &sa, 40, b, a, c);
+    send_many(c, pc, &sc, 2 * UCT_SPECRDV_RING_RETRY + 10, b, c, c);
+    assert_ptr_equal(b->conns.revoking, &pb->super);
+
+    /* a's ring closes as a disconnect closes it */
+    uct_specrdv_conns_rx_ring_close(&b->conns, &pb->super);
+    assert_null(b->conns.revoking);
+    assert_int_equal(b->rings_freed, 1);
+
+    /* c gets the ring; a revoke of c's ring ends when c is found broken */
+    send_many(c, pc, &sc, UCT_SPECRDV_RING_RETRY + 10, b, c, c);
+    assert_int_equal(CNT(c, RING_GRANTED), 1);
+    b->conns.revoking = &t->pbc.super;
+    uct_specrdv_peer_fail(&b->conns, &t->pbc.super, UCS_ERR_IO_ERROR);
+    assert_null(b->conns.revoking);
     trio_free(t);
 }
 
@@ -819,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_polling_set_full),
         cmocka_unit_test(test_eviction_and_readmission),
         cmocka_unit_test(test_dead_owner_ring_reclaimed),
+        cmocka_unit_test(test_revoke_ends_with_the_ring),
         cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),
