@@ -196,7 +196,7 @@ ucs_status_t uct_specrdv_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     ucs_status_t status;
 
     UCT_CHECK_LENGTH(length, 0,
-                     uct_specrdv_shm_ep_iface(ep)->super.config.slot_size,
+                     uct_specrdv_shm_ep_iface(ep)->super.conns.geom.slot_size,
                      "put_short");
     status = uct_specrdv_shm_ep_cma_buffer(ep, (void*)buffer, length,
                                            remote_addr, 1);
@@ -217,7 +217,7 @@ ssize_t uct_specrdv_shm_ep_put_bcopy(uct_ep_h tl_ep,
     size_t length;
 
     length = pack_cb(iface->bounce, arg);
-    ucs_assert(length <= iface->super.config.slot_size);
+    ucs_assert(length <= iface->super.conns.geom.slot_size);
     status = uct_specrdv_shm_ep_cma_buffer(ep, iface->bounce, length,
                                            remote_addr, 1);
     if (status != UCS_OK) {
@@ -239,7 +239,7 @@ ucs_status_t uct_specrdv_shm_ep_get_bcopy(uct_ep_h tl_ep,
     uct_specrdv_shm_iface_t *iface = uct_specrdv_shm_ep_iface(ep);
     ucs_status_t status;
 
-    UCT_CHECK_LENGTH(length, 0, iface->super.config.slot_size, "get_bcopy");
+    UCT_CHECK_LENGTH(length, 0, iface->super.conns.geom.slot_size, "get_bcopy");
     status = uct_specrdv_shm_ep_cma_buffer(ep, iface->bounce, length,
                                            remote_addr, 0);
     if (status != UCS_OK) {

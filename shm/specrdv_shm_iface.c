@@ -56,15 +56,15 @@ static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
                                  UCT_IFACE_FLAG_GET_BCOPY |
                                  UCT_IFACE_FLAG_GET_ZCOPY;
 
-        iface_attr->cap.put.max_short       = iface->super.config.slot_size;
-        iface_attr->cap.put.max_bcopy       = iface->super.config.slot_size;
+        iface_attr->cap.put.max_short       = iface->super.conns.geom.slot_size;
+        iface_attr->cap.put.max_bcopy       = iface->super.conns.geom.slot_size;
         iface_attr->cap.put.min_zcopy       = 0;
         iface_attr->cap.put.max_zcopy       = SIZE_MAX;
         iface_attr->cap.put.opt_zcopy_align = UCS_SYS_CACHE_LINE_SIZE;
         iface_attr->cap.put.align_mtu       = UCS_SYS_CACHE_LINE_SIZE;
         iface_attr->cap.put.max_iov         = UCT_SM_MAX_IOV;
 
-        iface_attr->cap.get.max_bcopy       = iface->super.config.slot_size;
+        iface_attr->cap.get.max_bcopy       = iface->super.conns.geom.slot_size;
         iface_attr->cap.get.min_zcopy       = 0;
         iface_attr->cap.get.max_zcopy       = SIZE_MAX;
         iface_attr->cap.get.opt_zcopy_align = UCS_SYS_CACHE_LINE_SIZE;
@@ -263,7 +263,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h tl_md,
     }
 
     seg_params.geom      = self->super.conns.geom;
-    seg_params.num_rings = self->super.config.poll_set;
+    seg_params.num_rings = self->super.conns.num_rings;
     seg_params.fifo_size = config->fifo_size;
     seg_params.max_peers = config->max_peers;
     self->fifo_tail      = 0;

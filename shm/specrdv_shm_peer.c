@@ -64,10 +64,10 @@ ucs_status_t uct_specrdv_shm_peer_get(uct_specrdv_shm_iface_t *iface,
         return status;
     }
 
-    if (peer->seg.ctl->geom.slot_size != iface->super.config.slot_size) {
+    if (peer->seg.ctl->geom.slot_size != iface->super.conns.geom.slot_size) {
         ucs_error("specrdv: peer pid %d uses %zu-byte slots, this process %zu",
                   addr->pid, peer->seg.ctl->geom.slot_size,
-                  iface->super.config.slot_size);
+                  iface->super.conns.geom.slot_size);
         uct_specrdv_shm_seg_detach(&peer->seg);
         ucs_free(peer);
         return UCS_ERR_UNREACHABLE;

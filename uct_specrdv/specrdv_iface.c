@@ -300,14 +300,11 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
-    self->config.ring_slots = config->ring_slots;
-    self->config.slot_size  = config->slot_size;
-    self->config.poll_set   = config->poll_set;
-    self->config.bandwidth  = config->bandwidth;
-    self->config.report     = config->report;
-    self->rx_headroom       = headroom;
-    self->invalidated       = 0;
-    self->release_desc.cb   = uct_specrdv_iface_release_desc;
+    self->config.bandwidth = config->bandwidth;
+    self->config.report    = config->report;
+    self->rx_headroom      = headroom;
+    self->invalidated      = 0;
+    self->release_desc.cb  = uct_specrdv_iface_release_desc;
     ucs_arbiter_init(&self->arbiter);
     return UCS_OK;
 }

@@ -57,10 +57,8 @@ typedef struct uct_specrdv_iface {
     uct_recv_desc_t          release_desc;
     unsigned                 rx_headroom;
     unsigned                 invalidated;   /* endpoints to report */
+    /* the ring geometry and the polling set's bound are in conns */
     struct {
-        unsigned             ring_slots;    /* slots per ring */
-        size_t               slot_size;     /* bytes per slot, all included */
-        unsigned             poll_set;      /* rings this interface polls */
         double               bandwidth;     /* estimate reported to UCP */
         int                  report;        /* print counters at close */
     } config;
