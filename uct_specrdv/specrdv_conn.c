@@ -70,7 +70,9 @@ void uct_specrdv_conns_cleanup(uct_specrdv_conns_t *conns)
 void uct_specrdv_peer_init(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
 {
     memset(&peer->seq, 0, sizeof(peer->seq));
-    peer->flags    = 0;
+    peer->flags      = 0;
+    peer->tx_epoch   = 0;
+    peer->rx_epoch   = 0;
     peer->fb_sends   = 0;
     peer->rx_ring    = -1;
     peer->rx_fb_msgs = 0;
@@ -173,6 +175,7 @@ static void uct_specrdv_peer_ring_request(uct_specrdv_conns_t *conns,
 
     if (status == UCS_OK) {
         peer->flags |= UCT_SPECRDV_PEER_RING_READY;
+        ++peer->tx_epoch;
         UCT_SPECRDV_CONNS_STAT(conns, RING_GRANTED);
         ucs_debug("specrdv: %s gave us a ring", peer->name);
     } else if (status == UCS_ERR_EXCEEDS_LIMIT) {
@@ -258,6 +261,7 @@ void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
 
     if (peer->rx_ring >= 0) {
         hdr.flags   = UCT_SPECRDV_HDR_FLAG_CREDITS;
+        hdr.epoch   = peer->rx_epoch;
         hdr.credits = uct_specrdv_ring_rx_credits_take(
                 &conns->rings[peer->rx_ring].rx);
     }
@@ -346,6 +350,7 @@ ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
     conns->rings[index].closing          = 0;
     conns->rings[index].recent           = 0;
     peer->rx_ring                        = index;
+    ++peer->rx_epoch;
     conns->poll_set[conns->poll_count++] = index;
     UCT_SPECRDV_CONNS_STAT(conns, RING_ADMITTED);
     return UCS_OK;
@@ -490,8 +495,11 @@ uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
                           const uct_specrdv_hdr_t *hdr, void *payload,
                           unsigned am_flags)
 {
+    /* A message sent before the receiver opened our ring counts the slots
+     * of the one it took back: it may arrive after we obtained this one */
     if ((hdr->flags & UCT_SPECRDV_HDR_FLAG_CREDITS) &&
-        (peer->flags & UCT_SPECRDV_PEER_RING_READY)) {
+        (peer->flags & UCT_SPECRDV_PEER_RING_READY) &&
+        (hdr->epoch == peer->tx_epoch)) {
         uct_specrdv_ring_tx_credits_update(&peer->tx, hdr->credits);
     }
 

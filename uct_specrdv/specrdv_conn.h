@@ -115,10 +115,15 @@ typedef struct uct_specrdv_peer {
     uint8_t               flags;
     /* sending */
     uint16_t              src;       /* our id at the receiver (hdr.src) */
+    uint8_t               tx_epoch;  /* rings obtained from it so far */
     int                   fb_sends;  /* fallback sends since a ring request */
     uct_specrdv_ring_tx_t tx;        /* valid with PEER_RING_READY */
     /* receiving */
     int                   rx_ring;   /* its ring in our polling set, or -1 */
+    uint8_t               rx_epoch;  /* rings opened for it so far: a tail
+                                        is stamped with it, so a count of a
+                                        ring taken back never applies to
+                                        the next one */
     uint32_t              rx_fb_msgs; /* fallback messages since RING_WANTED */
     ucs_list_link_t       eps;       /* the interface's endpoints to it */
     char                  name[32];  /* for logs, set by the writer */

@@ -60,6 +60,7 @@ uint32_t uct_specrdv_ring_tx_post(uct_specrdv_ring_tx_t *tx,
     slot_hdr->am_id   = hdr->am_id;
     slot_hdr->type    = hdr->type;
     slot_hdr->flags   = hdr->flags;
+    slot_hdr->epoch   = hdr->epoch;
     ucs_memory_cpu_store_fence();
     *(volatile uint8_t*)&slot_hdr->flag = flag;
     ucs_memory_cpu_store_fence();

@@ -65,7 +65,9 @@ typedef struct uct_specrdv_hdr {
     uint8_t  am_id;
     uint8_t  type;
     uint8_t  flags;
-    uint8_t  reserved[2];
+    uint8_t  epoch;    /* with CREDITS: the reverse ring they count, as
+                          uct_specrdv_peer_t numbers the rings it obtains */
+    uint8_t  reserved;
     uint8_t  flag;     /* head flag: written after the rest of the header */
 } UCS_S_PACKED uct_specrdv_hdr_t;
 
