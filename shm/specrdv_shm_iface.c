@@ -86,6 +86,7 @@ uct_specrdv_shm_iface_get_address(uct_iface_h tl_iface, uct_iface_addr_t *addr)
                                                     uct_specrdv_shm_iface_t);
     uct_specrdv_shm_iface_addr_t *iface_addr = (void*)addr;
 
+    iface_addr->super.writer   = UCT_SPECRDV_WRITER_SHM;
     iface_addr->nonce          = iface->seg.ctl->nonce;
     iface_addr->shmid          = iface->seg.shmid;
     iface_addr->pid            = iface->seg.ctl->pid;
@@ -107,7 +108,8 @@ uct_specrdv_shm_iface_is_reachable(const uct_iface_h tl_iface,
     /* Same host and IPC namespace (System V ids), same PID namespace (CMA
      * addresses processes by pid), and the same slots: a message that fits
      * ours fits theirs */
-    if ((iface_addr == NULL) ||
+    if (!uct_specrdv_iface_addr_is_writer(tl_iface_addr,
+                                          &uct_specrdv_shm_writer) ||
         !uct_sm_iface_is_reachable(tl_iface, dev_addr, tl_iface_addr)) {
         return 0;
     }

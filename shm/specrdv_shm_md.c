@@ -50,7 +50,7 @@ static ucs_status_t uct_specrdv_shm_md_query(uct_md_h tl_md,
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.max_reg          = ULONG_MAX;
-    md_attr->rkey_packed_size     = 0;
+    md_attr->rkey_packed_size     = sizeof(uct_specrdv_packed_rkey_t);
     md_attr->reg_cost             = ucs_linear_func_make(9e-9, 0);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
@@ -76,6 +76,14 @@ uct_specrdv_shm_md_mem_dereg(uct_md_h tl_md,
     return UCS_OK;
 }
 
+static ucs_status_t uct_specrdv_shm_md_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
+                             const uct_md_mkey_pack_params_t *params,
+                                                 void *rkey_buffer)
+{
+    *(uct_specrdv_packed_rkey_t*)rkey_buffer = 0;
+    return UCS_OK;
+}
+
 static void uct_specrdv_shm_md_close(uct_md_h tl_md)
 {
     ucs_free(ucs_derived_of(tl_md, uct_specrdv_md_t));
@@ -90,7 +98,7 @@ static uct_md_ops_t uct_specrdv_shm_md_ops = {
     .mem_reg                = uct_specrdv_shm_md_mem_reg,
     .mem_dereg              = uct_specrdv_shm_md_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-    .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_success,
+    .mkey_pack              = uct_specrdv_shm_md_mkey_pack,
     .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
     .detect_memory_type     = ucs_empty_function_return_unsupported
 };
@@ -130,6 +138,7 @@ uct_specrdv_shm_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
 
 uct_specrdv_writer_t uct_specrdv_shm_writer = {
     .name               = "shm",
+    .id                 = UCT_SPECRDV_WRITER_SHM,
     .config_table       = uct_specrdv_shm_config_table,
     .config_size        = sizeof(uct_specrdv_shm_config_t),
     .query_md_resources = uct_specrdv_shm_query_md_resources,

@@ -21,6 +21,7 @@
 #define UCT_SPECRDV_SHM_SEG_H_
 
 #include <uct/specrdv/specrdv_slot.h>
+#include <uct/specrdv/specrdv_addr.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/sys.h>
 #include <sys/types.h>
@@ -65,6 +66,7 @@ typedef struct uct_specrdv_shm_seg_params {
 
 /* What a peer needs to find this interface, and to check it speaks alike */
 typedef struct uct_specrdv_shm_iface_addr {
+    uct_specrdv_iface_addr_t super;
     uint64_t     nonce;
     int32_t      shmid;
     int32_t      pid;

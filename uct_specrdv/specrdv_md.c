@@ -92,11 +92,20 @@ uct_specrdv_md_open(uct_component_t *component, const char *md_name,
     return UCS_ERR_NO_DEVICE;
 }
 
+static ucs_status_t
+uct_specrdv_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                        uct_rkey_t *rkey_p, void **handle_p)
+{
+    *rkey_p   = *(const uct_specrdv_packed_rkey_t*)rkey_buffer;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
 uct_component_t uct_specrdv_component = {
     .query_md_resources = uct_specrdv_query_md_resources,
     .md_open            = uct_specrdv_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_md_stub_rkey_unpack,
+    .rkey_unpack        = uct_specrdv_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
     .rkey_release       = (uct_component_rkey_release_func_t)ucs_empty_function_return_success,
     .name               = UCT_SPECRDV_COMPONENT_NAME,

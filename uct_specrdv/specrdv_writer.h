@@ -12,6 +12,8 @@
 #ifndef UCT_SPECRDV_WRITER_H_
 #define UCT_SPECRDV_WRITER_H_
 
+#include "specrdv_addr.h"
+
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <ucs/config/parser.h>
@@ -19,6 +21,7 @@
 
 typedef struct uct_specrdv_writer {
     const char         *name;
+    uint8_t            id;     /* first byte of its interfaces' addresses */
 
     /* Its variables, nested into the transport's configuration; the offset
      * of its part there is set when the transport registers */
@@ -60,12 +63,24 @@ typedef struct uct_specrdv_md_config {
 
 #define UCT_SPECRDV_COMPONENT_NAME  "specrdv"
 
+/* Every memory domain packs a 32-bit rkey, so that the component unpacks the
+ * rkeys of all its writers alike; where none is needed it is 0 */
+typedef uint32_t uct_specrdv_packed_rkey_t;
+
 
 extern uct_component_t uct_specrdv_component;
 
 /* NULL-terminated */
 extern uct_specrdv_writer_t *uct_specrdv_writers[];
 
+
+static inline int
+uct_specrdv_iface_addr_is_writer(const uct_iface_addr_t *addr,
+                                 const uct_specrdv_writer_t *writer)
+{
+    return (addr != NULL) &&
+           (((const uct_specrdv_iface_addr_t*)addr)->writer == writer->id);
+}
 
 /* The writer's part of the transport's configuration */
 static inline const void*
