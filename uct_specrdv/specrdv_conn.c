@@ -192,6 +192,12 @@ static void uct_specrdv_peer_ring_request(uct_specrdv_conns_t *conns,
     }
 }
 
+static UCS_F_ALWAYS_INLINE int
+uct_specrdv_peer_tx_room(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
+{
+    return (conns->ops->tx_room == NULL) || conns->ops->tx_room(conns, peer);
+}
+
 static UCS_F_ALWAYS_INLINE unsigned
 uct_specrdv_peer_ring_credits(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer)
@@ -209,7 +215,8 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(uct_specrdv_peer_connect(conns, peer) != UCS_OK)) {
+    if (ucs_unlikely((uct_specrdv_peer_connect(conns, peer) != UCS_OK) ||
+                     !uct_specrdv_peer_tx_room(conns, peer))) {
         goto no_resource;
     }
 
@@ -282,6 +289,10 @@ void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
 int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer)
 {
+    if (!uct_specrdv_peer_tx_room(conns, peer)) {
+        return 0;
+    }
+
     if ((peer->flags & UCT_SPECRDV_PEER_RING_READY) &&
         (uct_specrdv_peer_ring_credits(conns, peer) > 0)) {
         return 1;

@@ -167,6 +167,11 @@ typedef struct uct_specrdv_wire_ops {
     ucs_status_t (*connect)(uct_specrdv_conns_t *conns,
                             uct_specrdv_peer_t *peer);
 
+    /* Whether the medium takes a message to the peer now, through either
+     * channel; NULL where it always does */
+    int          (*tx_room)(uct_specrdv_conns_t *conns,
+                            uct_specrdv_peer_t *peer);
+
     /* Obtain a ring in the peer's polling set and set peer->tx over the
      * sender's view of it (uct_specrdv_ring_tx_init).  UCS_OK: usable now;
      * UCS_ERR_EXCEEDS_LIMIT: the polling set is full; UCS_ERR_NO_RESOURCE:

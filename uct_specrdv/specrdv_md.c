@@ -21,9 +21,15 @@
 
 /* The writers, listed once */
 extern uct_specrdv_writer_t uct_specrdv_shm_writer;
+#if HAVE_IB
+extern uct_specrdv_writer_t uct_specrdv_verbs_writer;
+#endif
 
 uct_specrdv_writer_t *uct_specrdv_writers[] = {
     &uct_specrdv_shm_writer,
+#if HAVE_IB
+    &uct_specrdv_verbs_writer,
+#endif
     NULL
 };
 

@@ -1,0 +1,273 @@
+/**
+ * ucx-spec: specrdv endpoint on the verbs writer: the generic endpoint's
+ * active messages, put/get by RDMA write/read, and flush and fence as RC
+ * needs them (an active message is in the peer's memory only when the work
+ * request that carried it has completed).
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "specrdv_verbs.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <arpa/inet.h>
+
+
+static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_ep_t, const uct_ep_params_t *params)
+{
+    uct_specrdv_verbs_iface_t *iface = ucs_derived_of(params->iface,
+                                                      uct_specrdv_verbs_iface_t);
+    const uct_specrdv_verbs_iface_addr_t *addr;
+    struct sockaddr_in sin;
+    uct_specrdv_verbs_peer_t *peer;
+    ucs_status_t status;
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+
+    addr = (const void*)params->iface_addr;
+    if (!uct_specrdv_iface_addr_is_writer(params->iface_addr,
+                                          &uct_specrdv_verbs_writer)) {
+        ucs_error("specrdv: not a verbs interface address");
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = addr->ip;
+    sin.sin_port        = addr->port;
+    status = uct_specrdv_verbs_peer_get(iface, addr->nonce, &sin, &peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_specrdv_ep_t, &iface->super, &peer->super);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(uct_specrdv_verbs_ep_t, uct_specrdv_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t,
+                          const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t);
+
+
+static UCS_F_ALWAYS_INLINE uct_specrdv_verbs_iface_t*
+uct_specrdv_verbs_ep_iface(uct_specrdv_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_specrdv_verbs_iface_t);
+}
+
+/* Room for one RDMA operation, after the requests already waiting */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_specrdv_verbs_ep_rma_begin(uct_specrdv_ep_t *ep)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
+    ucs_status_t status              = uct_specrdv_ep_status(ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+                     !(ep->flags & UCT_SPECRDV_EP_DISPATCHING))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return ((uct_specrdv_verbs_wireup_connect(
+                     iface, uct_specrdv_verbs_peer(ep->peer)) == UCS_OK) &&
+            uct_specrdv_verbs_peer_tx_room(iface,
+                                           uct_specrdv_verbs_peer(ep->peer),
+                                           UCT_SPECRDV_VERBS_TX_RESERVE + 1)) ?
+           UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+static ucs_status_t
+uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
+                         uct_completion_t *comp)
+{
+    uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(ep->peer);
+    ucs_status_t status;
+
+    status = uct_specrdv_verbs_ep_rma_begin(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    status = uct_specrdv_verbs_peer_post(iface, peer, wr, comp != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (comp != NULL) {
+        status = uct_specrdv_verbs_peer_add_comp(iface, peer, comp);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_specrdv_verbs_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                            unsigned length,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey)
+{
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    struct ibv_sge sge   = {
+        .addr   = (uintptr_t)buffer,
+        .length = length,
+        .lkey   = 0
+    };
+    struct ibv_send_wr wr = {
+        .sg_list             = &sge,
+        .num_sge             = 1,
+        .opcode              = IBV_WR_RDMA_WRITE,
+        .send_flags          = IBV_SEND_INLINE,
+        .wr.rdma.remote_addr = remote_addr,
+        .wr.rdma.rkey        = rkey
+    };
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0,
+                     uct_specrdv_verbs_ep_iface(ep)->config.max_inline,
+                     "put_short");
+    status = uct_specrdv_verbs_ep_rma(tl_ep, &wr, NULL);
+    if (status != UCS_INPROGRESS) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_specrdv_verbs_ep_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
+                           const uct_iov_t *iov, size_t iovcnt,
+                           uint64_t remote_addr, uct_rkey_t rkey,
+                           uct_completion_t *comp, size_t *length_p)
+{
+    struct ibv_sge sge[UCT_SPECRDV_VERBS_MAX_IOV];
+    struct ibv_send_wr wr = {
+        .sg_list             = sge,
+        .opcode              = opcode,
+        .send_flags          = 0,
+        .wr.rdma.remote_addr = remote_addr,
+        .wr.rdma.rkey        = rkey
+    };
+    size_t i, length = 0;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)UCT_SPECRDV_VERBS_MAX_IOV,
+                       "specrdv_verbs_zcopy");
+    for (i = 0, wr.num_sge = 0; i < iovcnt; ++i) {
+        if (uct_iov_get_length(&iov[i]) == 0) {
+            continue;
+        }
+        sge[wr.num_sge].addr     = (uintptr_t)iov[i].buffer;
+        sge[wr.num_sge].length   = uct_iov_get_length(&iov[i]);
+        sge[wr.num_sge++].lkey   = ((struct ibv_mr*)iov[i].memh)->lkey;
+        length                  += uct_iov_get_length(&iov[i]);
+    }
+
+    *length_p = length;
+    return uct_specrdv_verbs_ep_rma(tl_ep, &wr, comp);
+}
+
+ucs_status_t uct_specrdv_verbs_ep_put_zcopy(uct_ep_h tl_ep,
+                                            const uct_iov_t *iov, size_t iovcnt,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_specrdv_verbs_ep_zcopy(tl_ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
+                                        remote_addr, rkey, comp, &length);
+    if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
+                          length);
+    }
+    return status;
+}
+
+ucs_status_t uct_specrdv_verbs_ep_get_zcopy(uct_ep_h tl_ep,
+                                            const uct_iov_t *iov, size_t iovcnt,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    ucs_status_t status;
+    size_t length;
+
+    status = uct_specrdv_verbs_ep_zcopy(tl_ep, IBV_WR_RDMA_READ, iov, iovcnt,
+                                        remote_addr, rkey, comp, &length);
+    if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
+                          length);
+    }
+    return status;
+}
+
+ucs_status_t uct_specrdv_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(ep->peer);
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        uct_specrdv_ep_pending_purge(tl_ep, NULL, NULL);
+        return UCS_OK;
+    }
+
+    status = uct_specrdv_ep_status(ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (peer->sn_completed == peer->sn_posted) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    status = uct_specrdv_verbs_peer_signal(iface, peer);
+    if (status != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (comp != NULL) {
+        status = uct_specrdv_verbs_peer_add_comp(iface, peer, comp);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+
+    uct_specrdv_verbs_peer(ep->peer)->fence = 1;
+    UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}

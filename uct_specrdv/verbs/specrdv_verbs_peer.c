@@ -1,0 +1,761 @@
+/**
+ * ucx-spec: the verbs writer's wire acts.
+ *
+ * A sealed ring slot travels as one RDMA write from the sender's registered
+ * mirror of the ring into the same slot of the receiver's ring, inline when
+ * the device takes it.  The fallback channel is SEND into the receiver's
+ * shared receive queue; all of one side's work requests to a peer go through
+ * one QP, so a SEND is placed after every ring write before it, which is what
+ * the connection layer's PSN holding needs.  A sender asks for a ring with a
+ * RING_REQ control message; the receiver answers with an RDMA write into the
+ * sender's word, where its explicit credit updates go too.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "specrdv_verbs.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/time/time.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+
+
+/* Control operations of the verbs writer */
+enum {
+    UCT_SPECRDV_VERBS_CTRL_RING_REQ   = 1, /* may I have a ring? */
+    UCT_SPECRDV_VERBS_CTRL_DISCONNECT = 2  /* last message */
+};
+
+/* Work requests carry the peer's id above their number */
+#define UCT_SPECRDV_VERBS_SN_BITS  48
+#define UCT_SPECRDV_VERBS_SN_MASK  UCS_MASK(UCT_SPECRDV_VERBS_SN_BITS)
+
+/* Send completions taken per progress call */
+#define UCT_SPECRDV_VERBS_TX_BATCH 16
+
+
+ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
+                                        uint64_t nonce,
+                                        const struct sockaddr_in *addr,
+                                        uct_specrdv_verbs_peer_t **peer_p)
+{
+    uct_specrdv_verbs_md_t *md = uct_specrdv_verbs_iface_md(iface);
+    size_t fb_bytes            = iface->config.fb_bufs * iface->fb_size;
+    uct_specrdv_peer_t *generic;
+    uct_specrdv_verbs_peer_t *peer;
+    char ip[INET_ADDRSTRLEN];
+    int id;
+
+    ucs_list_for_each(generic, &iface->super.conns.peers, list) {
+        peer = uct_specrdv_verbs_peer(generic);
+        if (peer->nonce == nonce) {
+            *peer_p = peer;
+            return UCS_OK;
+        }
+    }
+
+    inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+    for (id = 0; (id < iface->config.max_peers) && (iface->by_id[id] != NULL);
+         ++id) {
+    }
+    if (id == iface->config.max_peers) {
+        ucs_error("specrdv: %s:%u cannot connect: this interface has "
+                  "UCX_SPECRDV_VERBS_MAX_PEERS=%u peers", ip,
+                  ntohs(addr->sin_port), iface->config.max_peers);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    peer = ucs_calloc(1, sizeof(*peer), "specrdv_verbs_peer");
+    if (peer == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    peer->fb_sn = ucs_calloc(iface->config.fb_bufs, sizeof(*peer->fb_sn),
+                             "specrdv_verbs_fb_sn");
+    if ((peer->fb_sn == NULL) ||
+        (ucs_posix_memalign((void**)&peer->fb_tx, UCS_SYS_CACHE_LINE_SIZE,
+                            fb_bytes, "specrdv_verbs_fb_tx") != 0)) {
+        goto err_free;
+    }
+
+    peer->fb_tx_mr = ibv_reg_mr(md->pd, peer->fb_tx, fb_bytes,
+                                IBV_ACCESS_LOCAL_WRITE);
+    if (peer->fb_tx_mr == NULL) {
+        ucs_error("specrdv: ibv_reg_mr(%zu) failed: %m", fb_bytes);
+        goto err_free;
+    }
+
+    peer->nonce                   = nonce;
+    peer->addr                    = *addr;
+    peer->local_id                = id;
+    peer->qps[0].fd               = -1;
+    peer->qps[1].fd               = -1;
+    peer->tx_ring                 = -1;
+    ucs_queue_head_init(&peer->comps);
+    iface->words[id].answer       = 0;
+    iface->words[id].credits      = 0;
+    iface->by_id[id]              = peer;
+    uct_specrdv_peer_init(&iface->super.conns, &peer->super);
+    snprintf(peer->super.name, sizeof(peer->super.name), "%s:%u", ip,
+             ntohs(addr->sin_port));
+    *peer_p = peer;
+    return UCS_OK;
+
+err_free:
+    ucs_free(peer->fb_tx);
+    ucs_free(peer->fb_sn);
+    ucs_free(peer);
+    return UCS_ERR_NO_MEMORY;
+}
+
+ucs_status_t uct_specrdv_verbs_peer_post(uct_specrdv_verbs_iface_t *iface,
+                                         uct_specrdv_verbs_peer_t *peer,
+                                         struct ibv_send_wr *wr, int signal)
+{
+    uint64_t sn = peer->sn_posted + 1;
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    ucs_assert(uct_specrdv_verbs_peer_tx_room(iface, peer, 1));
+
+    if (signal || (sn - peer->sn_signalled >= iface->config.moderation)) {
+        wr->send_flags |= IBV_SEND_SIGNALED;
+    }
+    if (ucs_unlikely(peer->fence)) {
+        wr->send_flags |= IBV_SEND_FENCE;
+    }
+
+    wr->wr_id = ((uint64_t)peer->local_id << UCT_SPECRDV_VERBS_SN_BITS) | sn;
+    wr->next  = NULL;
+    ret       = ibv_post_send(peer->tx_qp->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        errno = ret;
+        ucs_error("specrdv: ibv_post_send to %s failed: %m", peer->super.name);
+        uct_specrdv_peer_fail(&iface->super.conns, &peer->super,
+                              UCS_ERR_IO_ERROR);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    peer->sn_posted = sn;
+    peer->fence     = 0;
+    --iface->tx_cq_avail;
+    if (wr->send_flags & IBV_SEND_SIGNALED) {
+        peer->sn_signalled = sn;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
+                                           uct_specrdv_verbs_peer_t *peer)
+{
+    struct ibv_send_wr wr = {
+        .num_sge    = 0,
+        .opcode     = IBV_WR_RDMA_WRITE,
+        .send_flags = 0
+    };
+
+    if (peer->sn_signalled == peer->sn_posted) {
+        return UCS_OK;
+    }
+
+    if (!uct_specrdv_verbs_peer_tx_room(iface, peer, 1)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return uct_specrdv_verbs_peer_post(iface, peer, &wr, 1);
+}
+
+ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
+                                             uct_specrdv_verbs_peer_t *peer,
+                                             uct_completion_t *comp)
+{
+    uct_specrdv_verbs_comp_t *elem;
+
+    ucs_assert(peer->sn_signalled == peer->sn_posted);
+    elem = ucs_malloc(sizeof(*elem), "specrdv_verbs_comp");
+    if (elem == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    elem->sn   = peer->sn_posted;
+    elem->comp = comp;
+    ucs_queue_push(&peer->comps, &elem->queue);
+    return UCS_OK;
+}
+
+void uct_specrdv_verbs_peer_purge_comps(uct_specrdv_verbs_peer_t *peer,
+                                        ucs_status_t status)
+{
+    uct_specrdv_verbs_comp_t *elem;
+
+    while (!ucs_queue_is_empty(&peer->comps)) {
+        elem = ucs_queue_pull_elem_non_empty(&peer->comps,
+                                             uct_specrdv_verbs_comp_t, queue);
+        uct_invoke_completion(elem->comp, status);
+        ucs_free(elem);
+    }
+}
+
+static void uct_specrdv_verbs_peer_completed(uct_specrdv_verbs_iface_t *iface,
+                                             uct_specrdv_verbs_peer_t *peer,
+                                             uint64_t sn)
+{
+    uct_specrdv_verbs_comp_t *elem;
+
+    /* after an error every work request completes, signalled or not */
+    if (sn <= peer->sn_completed) {
+        return;
+    }
+
+    iface->tx_cq_avail += sn - peer->sn_completed;
+    peer->sn_completed  = sn;
+    while (!ucs_queue_is_empty(&peer->comps)) {
+        elem = ucs_queue_head_elem_non_empty(&peer->comps,
+                                             uct_specrdv_verbs_comp_t, queue);
+        if (elem->sn > sn) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&peer->comps);
+        uct_invoke_completion(elem->comp, UCS_OK);
+        ucs_free(elem);
+    }
+}
+
+unsigned uct_specrdv_verbs_poll_send(uct_specrdv_verbs_iface_t *iface)
+{
+    struct ibv_wc wc[UCT_SPECRDV_VERBS_TX_BATCH];
+    uct_specrdv_verbs_peer_t *peer;
+    int i, count;
+
+    count = ibv_poll_cq(iface->send_cq, UCT_SPECRDV_VERBS_TX_BATCH, wc);
+    for (i = 0; i < count; ++i) {
+        peer = iface->by_id[wc[i].wr_id >> UCT_SPECRDV_VERBS_SN_BITS];
+        uct_specrdv_verbs_peer_completed(iface, peer,
+                                         wc[i].wr_id &
+                                         UCT_SPECRDV_VERBS_SN_MASK);
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            if (!(peer->super.flags & UCT_SPECRDV_PEER_FAILED)) {
+                ucs_error("specrdv: send to %s completed with %s",
+                          peer->super.name, ibv_wc_status_str(wc[i].status));
+            }
+            uct_specrdv_verbs_peer_purge_comps(peer, UCS_ERR_ENDPOINT_TIMEOUT);
+            uct_specrdv_peer_fail(&iface->super.conns, &peer->super,
+                                  UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+    }
+
+    return (count > 0) ? count : 0;
+}
+
+/* A 4-byte RDMA write into the peer's word for us */
+static ucs_status_t
+uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
+                                  uct_specrdv_verbs_peer_t *peer,
+                                  size_t offset, uint32_t value)
+{
+    struct ibv_sge sge = {
+        .addr   = (uintptr_t)&value,
+        .length = sizeof(value),
+        .lkey   = 0
+    };
+    struct ibv_send_wr wr = {
+        .sg_list             = &sge,
+        .num_sge             = 1,
+        .opcode              = IBV_WR_RDMA_WRITE,
+        .send_flags          = IBV_SEND_INLINE,
+        .wr.rdma.remote_addr = peer->words + peer->super.src *
+                               sizeof(uct_specrdv_verbs_word_t) + offset,
+        .wr.rdma.rkey        = peer->words_rkey
+    };
+
+    if (!uct_specrdv_verbs_peer_tx_room(iface, peer, 1)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
+}
+
+static int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
+                                     uct_specrdv_peer_t *generic)
+{
+    return uct_specrdv_verbs_peer_tx_room(uct_specrdv_verbs_conns_iface(conns),
+                                           uct_specrdv_verbs_peer(generic),
+                                           UCT_SPECRDV_VERBS_TX_RESERVE + 1);
+}
+
+static ucs_status_t uct_specrdv_verbs_connect(uct_specrdv_conns_t *conns,
+                                              uct_specrdv_peer_t *generic)
+{
+    return (uct_specrdv_verbs_wireup_connect(
+                    uct_specrdv_verbs_conns_iface(conns),
+                    uct_specrdv_verbs_peer(generic)) == UCS_OK) ?
+           UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+static ucs_status_t
+uct_specrdv_verbs_fb_reserve(uct_specrdv_conns_t *conns,
+                             uct_specrdv_peer_t *generic, uct_specrdv_tx_t *tx)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    unsigned index                   = peer->fb_next % iface->config.fb_bufs;
+
+    /* Sends are signalled at least every fb_bufs / 2, so a buffer's last
+     * send is covered by a completion by the time its turn comes again */
+    if (!uct_specrdv_verbs_peer_tx_room(iface, peer,
+                                         UCT_SPECRDV_VERBS_TX_RESERVE + 1) ||
+        (peer->fb_sn[index] > peer->sn_completed)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    tx->pos     = index;
+    tx->payload = peer->fb_tx + index * iface->fb_size +
+                  sizeof(uct_specrdv_hdr_t);
+    return UCS_OK;
+}
+
+static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic,
+                                      uct_specrdv_tx_t *tx,
+                                      const uct_specrdv_hdr_t *hdr)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    void *buffer                     = peer->fb_tx + tx->pos * iface->fb_size;
+    struct ibv_sge sge = {
+        .addr   = (uintptr_t)buffer,
+        .length = sizeof(*hdr) + hdr->length,
+        .lkey   = peer->fb_tx_mr->lkey
+    };
+    struct ibv_send_wr wr = {
+        .sg_list    = &sge,
+        .num_sge    = 1,
+        .opcode     = IBV_WR_SEND,
+        .send_flags = (sge.length <= iface->config.max_inline) ?
+                      IBV_SEND_INLINE : 0
+    };
+
+    memcpy(buffer, hdr, sizeof(*hdr));
+    if (uct_specrdv_verbs_peer_post(iface, peer, &wr, 0) == UCS_OK) {
+        peer->fb_sn[tx->pos] = peer->sn_posted;
+        ++peer->fb_next;
+    }
+}
+
+static int uct_specrdv_verbs_fb_can_send(uct_specrdv_conns_t *conns,
+                                         uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_tx_t tx;
+
+    return uct_specrdv_verbs_fb_reserve(conns, generic, &tx) == UCS_OK;
+}
+
+static void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
+                                         uct_specrdv_peer_t *generic,
+                                         uint32_t slot, size_t length)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    size_t offset                    = (size_t)slot * peer->geom.slot_size;
+    struct ibv_sge sge = {
+        .addr   = (uintptr_t)peer->mirror + offset,
+        .length = length,
+        .lkey   = peer->mirror_mr->lkey
+    };
+    struct ibv_send_wr wr = {
+        .sg_list             = &sge,
+        .num_sge             = 1,
+        .opcode              = IBV_WR_RDMA_WRITE,
+        .send_flags          = (length <= iface->config.max_inline) ?
+                               IBV_SEND_INLINE : 0,
+        .wr.rdma.remote_addr = peer->rings + offset +
+                               (uint64_t)peer->tx_ring *
+                               peer->geom.num_slots * peer->geom.slot_size,
+        .wr.rdma.rkey        = peer->rings_rkey
+    };
+
+    uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
+}
+
+/* Our ring's mirror: blank, as the receiver's ring is when it grants it */
+static ucs_status_t
+uct_specrdv_verbs_peer_mirror(uct_specrdv_verbs_iface_t *iface,
+                              uct_specrdv_verbs_peer_t *peer)
+{
+    size_t bytes = (size_t)peer->geom.num_slots * peer->geom.slot_size;
+
+    if (peer->mirror == NULL) {
+        if (ucs_posix_memalign((void**)&peer->mirror, ucs_get_page_size(),
+                               bytes, "specrdv_verbs_mirror") != 0) {
+            return UCS_ERR_NO_MEMORY;
+        }
+
+        peer->mirror_mr = ibv_reg_mr(uct_specrdv_verbs_iface_md(iface)->pd,
+                                     peer->mirror, bytes,
+                                     IBV_ACCESS_LOCAL_WRITE);
+        if (peer->mirror_mr == NULL) {
+            ucs_error("specrdv: ibv_reg_mr(%zu) failed: %m", bytes);
+            ucs_free(peer->mirror);
+            peer->mirror = NULL;
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+
+    memset(peer->mirror, 0, bytes);
+    return UCS_OK;
+}
+
+/* Ask once, then look for the answer at every send until it comes */
+static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
+                                                   uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    uint32_t answer;
+    uct_specrdv_tx_t tx;
+
+    if (!peer->ring_waiting) {
+        if (uct_specrdv_verbs_fb_reserve(conns, generic, &tx) != UCS_OK) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+
+        tx.ring = 0;
+        ++peer->ring_asked;
+        peer->ring_waiting = 1;
+        uct_specrdv_peer_tx_end(conns, generic, &tx, UCT_SPECRDV_MSG_CTRL,
+                                UCT_SPECRDV_VERBS_CTRL_RING_REQ, 0);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    answer = iface->words[peer->local_id].answer;
+    if ((answer >> 16) != peer->ring_asked) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    peer->ring_waiting = 0;
+    if ((answer & UCS_MASK(16)) == UCT_SPECRDV_VERBS_REFUSED) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    if (uct_specrdv_verbs_peer_mirror(iface, peer) != UCS_OK) {
+        /* the ring stays unused; the fallback channel carries everything */
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    peer->tx_ring = answer & UCS_MASK(16);
+    uct_specrdv_ring_tx_init(&generic->tx, peer->mirror, &peer->geom);
+    return UCS_OK;
+}
+
+static uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
+                                               uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    uint32_t credits = iface->words[peer->local_id].credits;
+
+    /* a count of the ring before this one is none of this one's */
+    return ((uint8_t)(credits >> 16) == generic->tx_epoch) ?
+           (uint16_t)credits : (uint16_t)generic->tx.tail;
+}
+
+static void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *generic,
+                                          unsigned ring, uint16_t tail)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+
+    /* Without room now, the sender learns the tail from the next update or
+     * message; it falls back meanwhile */
+    if (uct_specrdv_verbs_peer_write_word(
+                iface, uct_specrdv_verbs_peer(generic),
+                ucs_offsetof(uct_specrdv_verbs_word_t, credits),
+                ((uint32_t)generic->rx_epoch << 16) | tail) != UCS_OK) {
+        ucs_debug("specrdv: no room to return credits to %s", generic->name);
+    }
+}
+
+static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
+                                           uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_peer(generic)->tx_ring = -1;
+}
+
+static int uct_specrdv_verbs_peer_alive(uct_specrdv_conns_t *conns,
+                                        uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_peer_t *peer = uct_specrdv_verbs_peer(generic);
+
+    /* Its death closes the TCP connection, which the wireup watches */
+    return (peer->qps[0].fd >= 0) || (peer->qps[1].fd >= 0);
+}
+
+static void uct_specrdv_verbs_ring_free(uct_specrdv_conns_t *conns,
+                                        unsigned ring)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+
+    iface->free_rings[iface->num_free_rings++] = ring;
+}
+
+/* Answer the peer's ring request; with no room now, from a later progress */
+void uct_specrdv_verbs_peer_answer(uct_specrdv_verbs_iface_t *iface,
+                                   uct_specrdv_verbs_peer_t *peer)
+{
+    uint16_t ring = (peer->super.rx_ring >= 0) ? peer->super.rx_ring :
+                                                 UCT_SPECRDV_VERBS_REFUSED;
+
+    if (uct_specrdv_verbs_peer_write_word(
+                iface, peer, ucs_offsetof(uct_specrdv_verbs_word_t, answer),
+                ((uint32_t)peer->ring_answers << 16) | ring) == UCS_OK) {
+        if (peer->answer_due) {
+            peer->answer_due = 0;
+            --iface->answers_due;
+        }
+    } else if (!peer->answer_due) {
+        peer->answer_due = 1;
+        ++iface->answers_due;
+    }
+}
+
+static void uct_specrdv_verbs_rx_ring_req(uct_specrdv_verbs_iface_t *iface,
+                                          uct_specrdv_verbs_peer_t *peer)
+{
+    ++peer->ring_answers;
+    if ((peer->super.rx_ring < 0) && (iface->num_free_rings > 0) &&
+        (uct_specrdv_conns_rx_ring_open(
+                 &iface->super.conns, &peer->super,
+                 iface->free_rings[iface->num_free_rings - 1]) == UCS_OK)) {
+        --iface->num_free_rings;
+    }
+
+    uct_specrdv_verbs_peer_answer(iface, peer);
+}
+
+static void uct_specrdv_verbs_rx_ctrl(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic,
+                                      const uct_specrdv_hdr_t *hdr,
+                                      const void *payload)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+
+    switch (hdr->am_id) {
+    case UCT_SPECRDV_VERBS_CTRL_RING_REQ:
+        uct_specrdv_verbs_rx_ring_req(iface, peer);
+        return;
+    case UCT_SPECRDV_VERBS_CTRL_DISCONNECT:
+        /* every message it sent came before this one */
+        peer->remote_closed = 1;
+        if (generic->rx_ring >= 0) {
+            uct_specrdv_conns_rx_ring_close(conns, generic);
+        }
+        return;
+    }
+
+    ucs_error("specrdv: %s sent invalid control message %u", generic->name,
+              hdr->am_id);
+    uct_specrdv_peer_fail(conns, generic, UCS_ERR_IO_ERROR);
+}
+
+static ucs_status_t uct_specrdv_verbs_post_recv(uct_specrdv_verbs_iface_t *iface,
+                                                unsigned index)
+{
+    struct ibv_sge sge = {
+        .addr   = (uintptr_t)iface->fb_rx + (size_t)index * iface->fb_size,
+        .length = iface->fb_size,
+        .lkey   = iface->rx_mr->lkey
+    };
+    struct ibv_recv_wr wr = {
+        .wr_id   = index,
+        .sg_list = &sge,
+        .num_sge = 1
+    };
+    struct ibv_recv_wr *bad_wr;
+    int ret;
+
+    ret = ibv_post_srq_recv(iface->srq, &wr, &bad_wr);
+    if (ret != 0) {
+        errno = ret;
+        ucs_error("specrdv: ibv_post_srq_recv failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_specrdv_verbs_post_recvs(uct_specrdv_verbs_iface_t *iface)
+{
+    ucs_status_t status = UCS_OK;
+    unsigned i;
+
+    for (i = 0; (i < iface->config.rx_queue_len) && (status == UCS_OK); ++i) {
+        status = uct_specrdv_verbs_post_recv(iface, i);
+    }
+    return status;
+}
+
+static uct_specrdv_hdr_t*
+uct_specrdv_verbs_rx_buffer(uct_specrdv_verbs_iface_t *iface, unsigned index)
+{
+    return (uct_specrdv_hdr_t*)(iface->fb_rx + (size_t)index * iface->fb_size);
+}
+
+/* Offer a received message; 0 when it is early and stays */
+static int uct_specrdv_verbs_rx_offer(uct_specrdv_verbs_iface_t *iface,
+                                      unsigned index)
+{
+    uct_specrdv_hdr_t *hdr         = uct_specrdv_verbs_rx_buffer(iface, index);
+    uct_specrdv_verbs_peer_t *peer = iface->by_id[hdr->src];
+
+    if (uct_specrdv_conns_rx_fallback(
+                &iface->super.conns, &peer->super, hdr, hdr + 1,
+                iface->fb_size - sizeof(*hdr), 0) == UCT_SPECRDV_RX_HELD) {
+        return 0;
+    }
+
+    uct_specrdv_verbs_post_recv(iface, index);
+    return 1;
+}
+
+/* Whether a completion names a peer of ours, on one of its QPs, and holds a
+ * whole header and the payload it announces */
+static int uct_specrdv_verbs_rx_valid(uct_specrdv_verbs_iface_t *iface,
+                                      const struct ibv_wc *wc)
+{
+    uct_specrdv_hdr_t *hdr = uct_specrdv_verbs_rx_buffer(iface, wc->wr_id);
+    uct_specrdv_verbs_peer_t *peer;
+
+    if ((wc->byte_len < sizeof(*hdr)) ||
+        (wc->byte_len != sizeof(*hdr) + hdr->length) ||
+        (hdr->src >= iface->config.max_peers) ||
+        ((peer = iface->by_id[hdr->src]) == NULL)) {
+        return 0;
+    }
+
+    return ((peer->qps[0].qp != NULL) && (peer->qps[0].qp->qp_num ==
+                                          wc->qp_num)) ||
+           ((peer->qps[1].qp != NULL) && (peer->qps[1].qp->qp_num ==
+                                          wc->qp_num));
+}
+
+static unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    struct ibv_wc wc[UCT_SPECRDV_VERBS_TX_BATCH];
+    unsigned taken = 0;
+    unsigned i, kept;
+    int count;
+
+    /* Early messages first: their turn may have come with the rings' */
+    if (ucs_unlikely(iface->num_held > 0)) {
+        for (i = 0, kept = 0; i < iface->num_held; ++i) {
+            if (uct_specrdv_verbs_rx_offer(iface, iface->held[i])) {
+                ++taken;
+            } else {
+                iface->held[kept++] = iface->held[i];
+            }
+        }
+        iface->num_held = kept;
+    }
+
+    count = ibv_poll_cq(iface->recv_cq, UCT_SPECRDV_VERBS_TX_BATCH, wc);
+    for (i = 0; (int)i < count; ++i) {
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            ucs_debug("specrdv: receive completed with %s",
+                      ibv_wc_status_str(wc[i].status));
+            uct_specrdv_verbs_post_recv(iface, wc[i].wr_id);
+            continue;
+        }
+
+        if (ucs_unlikely(!uct_specrdv_verbs_rx_valid(iface, &wc[i]))) {
+            ucs_error("specrdv: dropped a malformed message of %u bytes on "
+                      "QP 0x%x", wc[i].byte_len, wc[i].qp_num);
+            uct_specrdv_verbs_post_recv(iface, wc[i].wr_id);
+            continue;
+        }
+
+        if (ucs_unlikely(iface->num_held > 0) ||
+            !uct_specrdv_verbs_rx_offer(iface, wc[i].wr_id)) {
+            /* behind an early one, or early itself: in arrival order */
+            iface->held[iface->num_held++] = wc[i].wr_id;
+        }
+        ++taken;
+    }
+
+    return taken;
+}
+
+const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops = {
+    .connect       = uct_specrdv_verbs_connect,
+    .tx_room       = uct_specrdv_verbs_tx_room,
+    .ring_request  = uct_specrdv_verbs_ring_request,
+    .ring_credits  = uct_specrdv_verbs_ring_credits,
+    .ring_write    = uct_specrdv_verbs_ring_write,
+    .fb_reserve    = uct_specrdv_verbs_fb_reserve,
+    .fb_post       = uct_specrdv_verbs_fb_post,
+    .fb_can_send   = uct_specrdv_verbs_fb_can_send,
+    .credit_push   = uct_specrdv_verbs_credit_push,
+    .ring_release  = uct_specrdv_verbs_ring_release,
+    .peer_alive    = uct_specrdv_verbs_peer_alive,
+    .ring_free     = uct_specrdv_verbs_ring_free,
+    .rx_ctrl       = uct_specrdv_verbs_rx_ctrl,
+    .poll_fallback = uct_specrdv_verbs_poll_recv
+};
+
+/* Send DISCONNECT and wait a while for it to leave: it tells the peer that
+ * our end of the TCP connection closes because we are done, not dead */
+static void uct_specrdv_verbs_peer_disconnect(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer)
+{
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_msec(100);
+    uct_specrdv_tx_t tx;
+
+    if ((peer->tx_qp == NULL) ||
+        (peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
+        (uct_specrdv_verbs_fb_reserve(&iface->super.conns, &peer->super,
+                                      &tx) != UCS_OK)) {
+        return;
+    }
+
+    tx.ring = 0;
+    uct_specrdv_peer_tx_end(&iface->super.conns, &peer->super, &tx,
+                            UCT_SPECRDV_MSG_CTRL,
+                            UCT_SPECRDV_VERBS_CTRL_DISCONNECT, 0);
+    if (uct_specrdv_verbs_peer_signal(iface, peer) != UCS_OK) {
+        return;
+    }
+
+    while ((peer->sn_completed < peer->sn_posted) &&
+           !(peer->super.flags & UCT_SPECRDV_PEER_FAILED) &&
+           (ucs_get_time() < deadline)) {
+        uct_specrdv_verbs_poll_send(iface);
+    }
+}
+
+void uct_specrdv_verbs_peer_destroy(uct_specrdv_verbs_iface_t *iface,
+                                    uct_specrdv_verbs_peer_t *peer)
+{
+    uct_specrdv_verbs_peer_disconnect(iface, peer);
+    uct_specrdv_verbs_qp_close(iface, &peer->qps[0]);
+    uct_specrdv_verbs_qp_close(iface, &peer->qps[1]);
+    uct_specrdv_verbs_peer_purge_comps(peer, UCS_ERR_CANCELED);
+    if (peer->answer_due) {
+        --iface->answers_due;
+    }
+    uct_specrdv_peer_cleanup(&iface->super.conns, &peer->super);
+    iface->by_id[peer->local_id] = NULL;
+    if (peer->mirror_mr != NULL) {
+        ibv_dereg_mr(peer->mirror_mr);
+    }
+    ucs_free(peer->mirror);
+    ibv_dereg_mr(peer->fb_tx_mr);
+    ucs_free(peer->fb_tx);
+    ucs_free(peer->fb_sn);
+    ucs_free(peer);
+}
