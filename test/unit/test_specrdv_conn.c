@@ -721,6 +721,45 @@ static void test_revoke_ends_with_the_ring(void **state)
     trio_free(t);
 }
 
+/* A tail piggybacked for the ring b took back from a arrives after a got
+ * its next ring: it counts none of the new ring's slots */
+static void test_stale_tail_of_an_earlier_ring(void **state)
+{
+    trio_t *t = trio_new(1, 0, SLOTS);
+    side_t *a = t->a;
+    fpeer_t *pa = &t->pa;
+    uct_specrdv_hdr_t hdr = {0};
+    uint32_t seq;
+
+    for (seq = 0; seq < 3; ++seq) {
+        assert_true(send_msg(a, pa, seq));
+    }
+    assert_int_equal(pa->super.tx_epoch, 1);
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 3);
+
+    hdr.type    = UCT_SPECRDV_MSG_AM;
+    hdr.am_id   = 1;
+    hdr.flags   = UCT_SPECRDV_HDR_FLAG_CREDITS;
+    hdr.credits = 3;
+    hdr.epoch   = 0;           /* the ring before this one */
+    hdr.psn     = pa->super.seq.rx_esn;
+    assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
+                                                   &hdr, NULL, MAX_MSG, 0),
+                     UCT_SPECRDV_RX_DONE);
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 3);
+
+    hdr.epoch = 1;             /* this one's */
+    hdr.psn   = pa->super.seq.rx_esn;
+    assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
+                                                   &hdr, NULL, MAX_MSG, 0),
+                     UCT_SPECRDV_RX_DONE);
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS);
+    while (progress(t->b) > 0) {
+    }
+    check_delivered(t->b, pa, 0, 3);
+    trio_free(t);
+}
+
 /* Kept descriptors released out of order: the tail, and so the sender's
  * credits, advance only over a released prefix */
 static void test_kept_descriptors(void **state)
@@ -847,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_eviction_and_readmission),
         cmocka_unit_test(test_dead_owner_ring_reclaimed),
         cmocka_unit_test(test_revoke_ends_with_the_ring),
+        cmocka_unit_test(test_stale_tail_of_an_earlier_ring),
         cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),
