@@ -15,12 +15,16 @@
  * the writer says S is gone (peer_alive), and then expects no more from S.
  * A ring write
  * lands whole (partial landing is the slot protocol's, tested in
- * test_specrdv_slot); R frees each slot at once and pushes its tail.
+ * test_specrdv_slot); R frees each slot at once and pushes its tail.  R's
+ * tail also rides back on messages of the reverse direction (TAIL), stamped
+ * with how many rings R has opened for S; S applies one only while that is
+ * how many rings it has claimed, so a tail of a ring R took back, arriving
+ * after S claimed the next, gives no credit.
  *
  * Checked:
  *  - every active message is delivered once, in order (assertions);
  *  - the ring is drained when R frees it: no write is lost, and S never
- *    writes a ring it no longer holds;
+ *    writes a ring it no longer holds, nor a slot R has not read;
  *  - no deadlock: both sides finish (spin's invalid end states).
  *
  * Seeded faults, each of which must make the check fail (test/model/run):
@@ -28,6 +32,7 @@
  *  CLOSE_AT_REVOKE      R frees the ring when it revokes it, not at RELEASED
  *  RELEASED_NOW         R takes RELEASED without waiting for its PSN's turn
  *  RECLAIM_ALIVE        R takes a revoked ring back from a live S
+ *  NO_EPOCH             S applies a piggybacked tail whatever ring it counts
  */
 
 #ifndef K
@@ -37,12 +42,13 @@
 #define FB    2
 #define EMPTY 255
 #define WANTS 2       /* refusals S reports, and */
-#define REVOKES 2     /* revokes R makes, to bound the state space */
+#define REVOKES 2     /* revokes R makes, and */
+#define TAILS 2       /* tails it piggybacks, to bound the state space */
 
-mtype = { AM, RING, WANTED, RELEASED, REVOKE };
+mtype = { AM, RING, WANTED, RELEASED, REVOKE, TAIL };
 
 chan fb  = [FB] of { mtype, byte, byte };   /* type, PSN, message number */
-chan rev = [1] of { mtype };
+chan rev = [2] of { mtype, byte, byte };    /* type, tail, epoch */
 
 byte slot_psn[SLOTS];      /* the receiver's ring as landed */
 byte slot_am[SLOTS];
@@ -55,6 +61,7 @@ byte am_delivered = 0;
 bool revoking     = 0;
 bool rx_done      = 0;
 bool s_dead       = 0;
+byte rx_epoch     = 0;     /* rings R has opened for S */
 
 inline ring_free() {
     atomic {
@@ -70,16 +77,22 @@ inline ring_free() {
 
 proctype S()
 {
-    byte psn = 0, am = 0, head = 0, tail = 0, wants = 0;
+    byte psn = 0, am = 0, head = 0, tail = 0, wants = 0, epoch = 0, t, e;
     bool has_ring = 0;
 
     do
     :: (am < K) && has_ring ->
-        tail = rx_tail_pub;
+        /* the explicit update is read only when the credits run out */
+        if
+        :: (head - tail == SLOTS) && (rx_tail_pub >= tail) &&
+           (rx_tail_pub <= head) -> tail = rx_tail_pub
+        :: else -> skip
+        fi;
         if
         :: head - tail < SLOTS ->
             atomic {
                 assert(ring_owner == 1);     /* never into a ring not ours */
+                assert(slot_psn[head % SLOTS] == EMPTY); /* nor over a message */
                 slot_psn[head % SLOTS] = psn;
                 slot_am[head % SLOTS]  = am;
                 head++; psn++; am++;
@@ -94,11 +107,21 @@ proctype S()
         if
         :: atomic { ring_owner == 0 -> ring_owner = 1 };
             fb!RING(psn, 0); psn++;
-            has_ring = 1; head = 0; tail = 0
+            has_ring = 1; head = 0; tail = 0; epoch++
         :: atomic { ring_owner != 0 -> skip };
             fb!WANTED(psn, 0); psn++; wants++
         fi
-    :: rev?REVOKE ->
+    :: rev?TAIL, t, e ->
+#ifdef NO_EPOCH
+        if
+        :: has_ring && (t >= tail) && (t <= head) -> tail = t
+#else
+        if
+        :: has_ring && (e == epoch) && (t >= tail) && (t <= head) -> tail = t
+#endif
+        :: else -> skip
+        fi
+    :: rev?REVOKE, _, _ ->
 #ifndef WRITE_AFTER_RELEASE
         has_ring = 0;
 #endif
@@ -110,7 +133,7 @@ proctype S()
 
 proctype R()
 {
-    byte esn = 0, rx_head = 0, revokes = 0;
+    byte esn = 0, rx_head = 0, revokes = 0, tails = 0;
     bool failed = 0;     /* S's connection failed: its messages are dropped */
     mtype t;
     byte p, a;
@@ -122,9 +145,12 @@ proctype R()
         slot_psn[rx_head % SLOTS] = EMPTY;
         rx_head++; ring_read++;
         rx_tail_pub = rx_head }
+    /* with room left for a REVOKE, which S may never read */
+    :: atomic { ring_open && (tails < TAILS) && empty(rev) ->
+                rev!TAIL, rx_head, rx_epoch; tails++ }
     :: atomic { ring_open && (ring_owner == 1) && !revoking &&
                 (revokes < REVOKES) -> revoking = 1; revokes++ };
-        rev!REVOKE;
+        rev!REVOKE, 0, 0;
 #ifdef CLOSE_AT_REVOKE
         ring_free()
 #endif
@@ -143,7 +169,7 @@ proctype R()
                 am_delivered++
             :: t == RING ->
                 assert(!ring_open);
-                ring_open = 1; rx_head = 0
+                ring_open = 1; rx_head = 0; rx_epoch++
             :: t == WANTED -> skip
             :: t == RELEASED ->
                 assert(revoking);
