@@ -61,6 +61,11 @@ uct_specrdv_query_md_resources(uct_component_t *component,
             continue;
         }
 
+        if (num == 0) {
+            ucs_free(found);
+            continue;
+        }
+
         tmp = ucs_realloc(resources, (count + num) * sizeof(*resources),
                           "specrdv_md_resources");
         if (tmp == NULL) {
