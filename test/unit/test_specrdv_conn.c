@@ -729,6 +729,7 @@ static void test_stale_tail_of_an_earlier_ring(void **state)
     side_t *a = t->a;
     fpeer_t *pa = &t->pa;
     uct_specrdv_hdr_t hdr = {0};
+    uint8_t payload[1];
     uint32_t seq;
 
     for (seq = 0; seq < 3; ++seq) {
@@ -744,14 +745,14 @@ static void test_stale_tail_of_an_earlier_ring(void **state)
     hdr.epoch   = 0;           /* the ring before this one */
     hdr.psn     = pa->super.seq.rx_esn;
     assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
-                                                   &hdr, NULL, MAX_MSG, 0),
+                                                   &hdr, payload, MAX_MSG, 0),
                      UCT_SPECRDV_RX_DONE);
     assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 3);
 
     hdr.epoch = 1;             /* this one's */
     hdr.psn   = pa->super.seq.rx_esn;
     assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
-                                                   &hdr, NULL, MAX_MSG, 0),
+                                                   &hdr, payload, MAX_MSG, 0),
                      UCT_SPECRDV_RX_DONE);
     assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS);
     while (progress(t->b) > 0) {
