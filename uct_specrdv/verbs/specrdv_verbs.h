@@ -212,6 +212,7 @@ struct uct_specrdv_verbs_peer {
     struct sockaddr_in        addr;       /* its listening socket */
     int                       local_id;   /* its id here */
     int                       remote_closed; /* it said it is leaving */
+    int                       reap;       /* gone and unused: destroy it */
     /* Both sides may connect at once; this side sends on the QP that became
      * ready first, so that its ring writes and its fallback sends keep
      * their order */
@@ -232,6 +233,7 @@ struct uct_specrdv_verbs_peer {
     uint8_t                   *fb_tx;     /* fallback send buffers */
     uint64_t                  *fb_sn;     /* what each was last sent with */
     unsigned                  fb_next;
+    unsigned                  fb_waiting; /* sent before the QP was ready */
     struct ibv_mr             *fb_tx_mr;
     uint8_t                   *mirror;    /* our view of our ring there */
     struct ibv_mr             *mirror_mr;
@@ -309,6 +311,11 @@ ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
                                         uct_specrdv_verbs_peer_t **peer_p);
 void uct_specrdv_verbs_peer_destroy(uct_specrdv_verbs_iface_t *iface,
                                     uct_specrdv_verbs_peer_t *peer);
+/* Destroy the peers marked to be reaped */
+void uct_specrdv_verbs_peers_reap(uct_specrdv_verbs_iface_t *iface);
+/* Its QP is ready: send what waited for it */
+void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
+                                      uct_specrdv_verbs_peer_t *peer);
 /* Post one work request on the peer's QP, numbered and signalled as the
  * moderation says or as @a signal asks */
 ucs_status_t uct_specrdv_verbs_peer_post(uct_specrdv_verbs_iface_t *iface,
@@ -370,5 +377,7 @@ ucs_status_t uct_specrdv_verbs_ep_get_zcopy(uct_ep_h tl_ep,
 ucs_status_t uct_specrdv_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                         uct_completion_t *comp);
 ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                        uct_completion_t *comp);
 
 #endif

@@ -18,6 +18,12 @@
 #include <arpa/inet.h>
 
 
+static UCS_F_ALWAYS_INLINE uct_specrdv_verbs_iface_t*
+uct_specrdv_verbs_ep_iface(uct_specrdv_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_specrdv_verbs_iface_t);
+}
+
 static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_ep_t, const uct_ep_params_t *params)
 {
     uct_specrdv_verbs_iface_t *iface = ucs_derived_of(params->iface,
@@ -49,8 +55,18 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_ep_t, const uct_ep_params_t *params
     return UCS_OK;
 }
 
+/* A peer that left and has no other endpoint here is forgotten */
 static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_ep_t)
 {
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(&self->super);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(self->super.peer);
+
+    if (peer->remote_closed && (peer->qps[0].fd < 0) &&
+        (peer->qps[1].fd < 0) &&
+        (ucs_list_length(&peer->super.eps) == 1)) {
+        peer->reap   = 1;
+        iface->polls = iface->config.wireup_polls;
+    }
 }
 
 UCS_CLASS_DEFINE(uct_specrdv_verbs_ep_t, uct_specrdv_ep_t);
@@ -59,11 +75,6 @@ UCS_CLASS_DEFINE_NEW_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t,
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t);
 
 
-static UCS_F_ALWAYS_INLINE uct_specrdv_verbs_iface_t*
-uct_specrdv_verbs_ep_iface(uct_specrdv_ep_t *ep)
-{
-    return ucs_derived_of(ep->super.super.iface, uct_specrdv_verbs_iface_t);
-}
 
 /* Room for one RDMA operation, after the requests already waiting */
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -237,7 +248,10 @@ ucs_status_t uct_specrdv_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return status;
     }
 
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+    /* requests waiting before this one, or messages waiting for the QP */
+    if ((!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+         !(ep->flags & UCT_SPECRDV_EP_DISPATCHING)) ||
+        (peer->fb_waiting > 0)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }
@@ -269,5 +283,14 @@ ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags)
 
     uct_specrdv_verbs_peer(ep->peer)->fence = 1;
     UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}
+
+/* The peer's liveness is its TCP connection, watched from progress: a peer
+ * found gone has already failed its endpoints */
+ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     return UCS_OK;
 }

@@ -119,7 +119,8 @@ static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
     uct_specrdv_iface_query(&iface->super, iface_attr);
     iface_attr->device_addr_len = 0;
     iface_attr->iface_addr_len  = sizeof(uct_specrdv_verbs_iface_addr_t);
-    iface_attr->cap.flags      |= UCT_IFACE_FLAG_PUT_SHORT |
+    iface_attr->cap.flags      |= UCT_IFACE_FLAG_EP_CHECK |
+                                  UCT_IFACE_FLAG_PUT_SHORT |
                                   UCT_IFACE_FLAG_PUT_ZCOPY |
                                   UCT_IFACE_FLAG_GET_ZCOPY;
 
@@ -236,6 +237,9 @@ static ucs_status_t uct_specrdv_verbs_iface_flush(uct_iface_h tl_iface,
 
     ucs_list_for_each(generic, &iface->super.conns.peers, list) {
         peer = uct_specrdv_verbs_peer(generic);
+        if (peer->fb_waiting > 0) {
+            return UCS_ERR_NO_RESOURCE;
+        }
         if ((peer->sn_completed == peer->sn_posted) ||
             (generic->flags & UCT_SPECRDV_PEER_FAILED)) {
             continue;
@@ -263,6 +267,7 @@ static uct_iface_ops_t uct_specrdv_verbs_iface_tl_ops = {
     .ep_pending_purge         = uct_specrdv_ep_pending_purge,
     .ep_flush                 = uct_specrdv_verbs_ep_flush,
     .ep_fence                 = uct_specrdv_verbs_ep_fence,
+    .ep_check                 = uct_specrdv_verbs_ep_check,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_specrdv_verbs_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_specrdv_verbs_ep_t),
     .iface_flush              = uct_specrdv_verbs_iface_flush,
@@ -295,14 +300,15 @@ uct_specrdv_verbs_iface_check_config(const uct_specrdv_verbs_config_t *config)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if ((config->tx_queue_len <= UCT_SPECRDV_VERBS_TX_RESERVE + 1) ||
+    if ((config->tx_queue_len <= config->fb_bufs +
+                                 UCT_SPECRDV_VERBS_TX_RESERVE) ||
         (config->rx_queue_len == 0) || (config->max_peers == 0) ||
         (config->max_peers > UINT16_MAX) || (config->max_inline < 8) ||
         (config->wireup_polls == 0) || (config->retry_count > 7)) {
         ucs_error("specrdv: invalid UCX_SPECRDV_VERBS_* value: TX_QUEUE_LEN "
-                  "> %u, RX_QUEUE_LEN, MAX_PEERS (<= %u), WIREUP_POLLS > 0, "
-                  "MAX_INLINE >= 8, RETRY_COUNT <= 7",
-                  UCT_SPECRDV_VERBS_TX_RESERVE + 1, UINT16_MAX);
+                  "> FB_BUFS + %u, RX_QUEUE_LEN > 0, MAX_PEERS <= %u, "
+                  "WIREUP_POLLS > 0, MAX_INLINE >= 8, RETRY_COUNT <= 7",
+                  UCT_SPECRDV_VERBS_TX_RESERVE, UINT16_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
 

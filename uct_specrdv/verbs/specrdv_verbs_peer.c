@@ -236,6 +236,9 @@ unsigned uct_specrdv_verbs_poll_send(uct_specrdv_verbs_iface_t *iface)
     count = ibv_poll_cq(iface->send_cq, UCT_SPECRDV_VERBS_TX_BATCH, wc);
     for (i = 0; i < count; ++i) {
         peer = iface->by_id[wc[i].wr_id >> UCT_SPECRDV_VERBS_SN_BITS];
+        if (ucs_unlikely(peer == NULL)) {
+            continue; /* left by the QP of a peer destroyed at close */
+        }
         uct_specrdv_verbs_peer_completed(iface, peer,
                                          wc[i].wr_id &
                                          UCT_SPECRDV_VERBS_SN_MASK);
@@ -281,21 +284,35 @@ uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
     return uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
 }
 
+/* Room for a message: before the QP is connected, fallback messages wait in
+ * their send buffers, and the wait for room starts the connection */
+static UCS_F_ALWAYS_INLINE int
+uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_iface_t *iface,
+                             uct_specrdv_verbs_peer_t *peer)
+{
+    if (ucs_unlikely(peer->tx_qp == NULL)) {
+        uct_specrdv_verbs_wireup_connect(iface, peer);
+        return 1; /* what the fallback buffers hold */
+    }
+
+    return uct_specrdv_verbs_peer_tx_room(iface, peer,
+                                          UCT_SPECRDV_VERBS_TX_RESERVE + 1);
+}
+
 static int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
                                      uct_specrdv_peer_t *generic)
 {
-    return uct_specrdv_verbs_peer_tx_room(uct_specrdv_verbs_conns_iface(conns),
-                                           uct_specrdv_verbs_peer(generic),
-                                           UCT_SPECRDV_VERBS_TX_RESERVE + 1);
+    return uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_conns_iface(conns),
+                                        uct_specrdv_verbs_peer(generic));
 }
 
+/* Messages may be sent before the connection is made: they wait */
 static ucs_status_t uct_specrdv_verbs_connect(uct_specrdv_conns_t *conns,
                                               uct_specrdv_peer_t *generic)
 {
-    return (uct_specrdv_verbs_wireup_connect(
-                    uct_specrdv_verbs_conns_iface(conns),
-                    uct_specrdv_verbs_peer(generic)) == UCS_OK) ?
-           UCS_OK : UCS_ERR_NO_RESOURCE;
+    uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_conns_iface(conns),
+                                     uct_specrdv_verbs_peer(generic));
+    return UCS_OK;
 }
 
 static ucs_status_t
@@ -307,9 +324,9 @@ uct_specrdv_verbs_fb_reserve(uct_specrdv_conns_t *conns,
     unsigned index                   = peer->fb_next % iface->config.fb_bufs;
 
     /* Sends are signalled at least every fb_bufs / 2, so a buffer's last
-     * send is covered by a completion by the time its turn comes again */
-    if (!uct_specrdv_verbs_peer_tx_room(iface, peer,
-                                         UCT_SPECRDV_VERBS_TX_RESERVE + 1) ||
+     * send is covered by a completion by the time its turn comes again; a
+     * waiting message's buffer is taken until it is sent */
+    if (!uct_specrdv_verbs_peer_tx_ok(iface, peer) ||
         (peer->fb_sn[index] > peer->sn_completed)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -320,16 +337,15 @@ uct_specrdv_verbs_fb_reserve(uct_specrdv_conns_t *conns,
     return UCS_OK;
 }
 
-static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
-                                      uct_specrdv_peer_t *generic,
-                                      uct_specrdv_tx_t *tx,
-                                      const uct_specrdv_hdr_t *hdr)
+/* SEND the message in fallback buffer @a index */
+static void uct_specrdv_verbs_fb_send(uct_specrdv_verbs_iface_t *iface,
+                                      uct_specrdv_verbs_peer_t *peer,
+                                      unsigned index)
 {
-    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
-    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
-    void *buffer                     = peer->fb_tx + tx->pos * iface->fb_size;
+    const uct_specrdv_hdr_t *hdr = (const void*)(peer->fb_tx +
+                                                 index * iface->fb_size);
     struct ibv_sge sge = {
-        .addr   = (uintptr_t)buffer,
+        .addr   = (uintptr_t)hdr,
         .length = sizeof(*hdr) + hdr->length,
         .lkey   = peer->fb_tx_mr->lkey
     };
@@ -341,10 +357,43 @@ static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
                       IBV_SEND_INLINE : 0
     };
 
-    memcpy(buffer, hdr, sizeof(*hdr));
     if (uct_specrdv_verbs_peer_post(iface, peer, &wr, 0) == UCS_OK) {
-        peer->fb_sn[tx->pos] = peer->sn_posted;
-        ++peer->fb_next;
+        peer->fb_sn[index] = peer->sn_posted;
+    }
+}
+
+static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic,
+                                      uct_specrdv_tx_t *tx,
+                                      const uct_specrdv_hdr_t *hdr)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+
+    memcpy(peer->fb_tx + tx->pos * iface->fb_size, hdr, sizeof(*hdr));
+    ++peer->fb_next;
+    if (ucs_unlikely(peer->tx_qp == NULL)) {
+        peer->fb_sn[tx->pos] = UINT64_MAX;
+        ++peer->fb_waiting;
+        return;
+    }
+
+    uct_specrdv_verbs_fb_send(iface, peer, tx->pos);
+}
+
+void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
+                                      uct_specrdv_verbs_peer_t *peer)
+{
+    uct_specrdv_hdr_t *hdr;
+    unsigned index;
+
+    /* A new QP has room for every fallback buffer (iface_check_config).
+     * Their headers were written before the peer told us our id there. */
+    for (; peer->fb_waiting > 0; --peer->fb_waiting) {
+        index    = (peer->fb_next - peer->fb_waiting) % iface->config.fb_bufs;
+        hdr      = (void*)(peer->fb_tx + index * iface->fb_size);
+        hdr->src = peer->super.src;
+        uct_specrdv_verbs_fb_send(iface, peer, index);
     }
 }
 
@@ -674,8 +723,9 @@ static unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
         }
 
         if (ucs_unlikely(!uct_specrdv_verbs_rx_valid(iface, &wc[i]))) {
-            ucs_error("specrdv: dropped a malformed message of %u bytes on "
-                      "QP 0x%x", wc[i].byte_len, wc[i].qp_num);
+            /* what a peer forgotten since sent, or garbage */
+            ucs_debug("specrdv: dropped a message of %u bytes on QP 0x%x",
+                      wc[i].byte_len, wc[i].qp_num);
             uct_specrdv_verbs_post_recv(iface, wc[i].wr_id);
             continue;
         }
@@ -716,7 +766,7 @@ static void uct_specrdv_verbs_peer_disconnect(uct_specrdv_verbs_iface_t *iface,
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_msec(100);
     uct_specrdv_tx_t tx;
 
-    if ((peer->tx_qp == NULL) ||
+    if ((peer->tx_qp == NULL) || peer->remote_closed ||
         (peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
         (uct_specrdv_verbs_fb_reserve(&iface->super.conns, &peer->super,
                                       &tx) != UCS_OK)) {
@@ -758,4 +808,31 @@ void uct_specrdv_verbs_peer_destroy(uct_specrdv_verbs_iface_t *iface,
     ucs_free(peer->fb_tx);
     ucs_free(peer->fb_sn);
     ucs_free(peer);
+}
+
+void uct_specrdv_verbs_peers_reap(uct_specrdv_verbs_iface_t *iface)
+{
+    uct_specrdv_peer_t *generic, *tmp;
+    uct_specrdv_verbs_peer_t *peer;
+    unsigned i, kept;
+
+    ucs_list_for_each_safe(generic, tmp, &iface->super.conns.peers, list) {
+        peer = uct_specrdv_verbs_peer(generic);
+        if (!peer->reap) {
+            continue;
+        }
+
+        /* its early messages will never have their turn */
+        for (i = 0, kept = 0; i < iface->num_held; ++i) {
+            if (uct_specrdv_verbs_rx_buffer(iface, iface->held[i])->src ==
+                peer->local_id) {
+                uct_specrdv_verbs_post_recv(iface, iface->held[i]);
+            } else {
+                iface->held[kept++] = iface->held[i];
+            }
+        }
+        iface->num_held = kept;
+        ucs_debug("specrdv: forgetting %s", generic->name);
+        uct_specrdv_verbs_peer_destroy(iface, peer);
+    }
 }

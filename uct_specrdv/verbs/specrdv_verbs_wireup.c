@@ -351,6 +351,7 @@ static void uct_specrdv_verbs_qp_ready(uct_specrdv_verbs_iface_t *iface,
         peer->tx_qp = qp;
         ucs_debug("specrdv: connected to %s on QP 0x%x", peer->super.name,
                   qp->qp->qp_num);
+        uct_specrdv_verbs_peer_connected(iface, peer);
     }
 }
 
@@ -414,7 +415,14 @@ static void uct_specrdv_verbs_peer_eof(uct_specrdv_verbs_iface_t *iface,
     while (!peer->remote_closed && (conns->ops->poll_fallback(conns) > 0)) {
     }
 
-    if (peer->remote_closed || (peer->super.flags & UCT_SPECRDV_PEER_FAILED)) {
+    if (peer->remote_closed) {
+        /* nothing more comes from it, and nothing here sends to it */
+        peer->reap = ucs_list_is_empty(&peer->super.eps) &&
+                     (peer->qps[0].fd < 0) && (peer->qps[1].fd < 0);
+        return;
+    }
+
+    if (peer->super.flags & UCT_SPECRDV_PEER_FAILED) {
         return;
     }
 
@@ -497,14 +505,30 @@ static void uct_specrdv_verbs_wireup_in(uct_specrdv_verbs_iface_t *iface,
         return;
     }
 
-    if ((status != UCS_OK) ||
-        !uct_specrdv_verbs_wireup_valid(iface, &qp->rx_msg,
-                                        UCT_SPECRDV_VERBS_WIREUP_RTU)) {
-        uct_specrdv_verbs_wireup_fail(iface, peer, qp);
+    if ((status == UCS_OK) &&
+        uct_specrdv_verbs_wireup_valid(iface, &qp->rx_msg,
+                                       UCT_SPECRDV_VERBS_WIREUP_RTU)) {
+        uct_specrdv_verbs_qp_ready(iface, peer, qp);
         return;
     }
 
-    uct_specrdv_verbs_qp_ready(iface, peer, qp);
+    /* An initiator that closed its interface before the connection was made
+     * has nothing for us; one we have endpoints to is unreachable */
+    uct_specrdv_verbs_qp_close(iface, qp);
+    if ((peer->tx_qp != NULL) ||
+        (peer->qps[UCT_SPECRDV_VERBS_QP_OUT].state !=
+         UCT_SPECRDV_VERBS_QP_NONE)) {
+        return;
+    }
+
+    if (ucs_list_is_empty(&peer->super.eps)) {
+        ucs_debug("specrdv: %s left before its connection was made",
+                  peer->super.name);
+        peer->reap = 1;
+    } else {
+        uct_specrdv_peer_fail(&iface->super.conns, &peer->super,
+                              UCS_ERR_UNREACHABLE);
+    }
 }
 
 /* A whole request arrived on an accepted socket: answer it with our QP */
@@ -694,4 +718,6 @@ void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface)
             uct_specrdv_verbs_wireup_listen_ready(iface);
         }
     }
+
+    uct_specrdv_verbs_peers_reap(iface);
 }
