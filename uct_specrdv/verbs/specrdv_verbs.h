@@ -346,6 +346,8 @@ void uct_specrdv_verbs_wireup_cleanup(uct_specrdv_verbs_iface_t *iface);
 ucs_status_t uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_iface_t *iface,
                                               uct_specrdv_verbs_peer_t *peer);
 void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface);
+/* Whether the peer's TCP connection is still open at its end */
+int uct_specrdv_verbs_peer_connection_alive(uct_specrdv_verbs_peer_t *peer);
 void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
                                 uct_specrdv_verbs_qp_t *qp);
 

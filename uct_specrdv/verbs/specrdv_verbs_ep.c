@@ -287,10 +287,17 @@ ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags)
 }
 
 /* The peer's liveness is its TCP connection, watched from progress: a peer
- * found gone has already failed its endpoints */
+ * found dead has failed its endpoints already.  One that closed its
+ * interface is gone too, for an endpoint still pointing at it. */
 ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
                                         uct_completion_t *comp)
 {
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if (!uct_specrdv_verbs_peer_connection_alive(
+                uct_specrdv_verbs_peer(ep->peer))) {
+        return uct_specrdv_ep_invalidate(tl_ep, 0);
+    }
     return UCS_OK;
 }

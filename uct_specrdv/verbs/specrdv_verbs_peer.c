@@ -539,10 +539,9 @@ static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
 static int uct_specrdv_verbs_peer_alive(uct_specrdv_conns_t *conns,
                                         uct_specrdv_peer_t *generic)
 {
-    uct_specrdv_verbs_peer_t *peer = uct_specrdv_verbs_peer(generic);
-
-    /* Its death closes the TCP connection, which the wireup watches */
-    return (peer->qps[0].fd >= 0) || (peer->qps[1].fd >= 0);
+    /* Its death closes the TCP connection */
+    return uct_specrdv_verbs_peer_connection_alive(
+            uct_specrdv_verbs_peer(generic));
 }
 
 static void uct_specrdv_verbs_ring_free(uct_specrdv_conns_t *conns,

@@ -400,6 +400,27 @@ err:
     return status;
 }
 
+int uct_specrdv_verbs_peer_connection_alive(uct_specrdv_verbs_peer_t *peer)
+{
+    char byte;
+    int which;
+
+    if (peer->remote_closed) {
+        return 0;
+    }
+
+    /* a look at the sockets, without reading them: progress does that */
+    for (which = 0; which < 2; ++which) {
+        if ((peer->qps[which].state == UCT_SPECRDV_VERBS_QP_READY) &&
+            (peer->qps[which].fd >= 0) &&
+            (recv(peer->qps[which].fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) ==
+             0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The peer's connection ended: a peer that said DISCONNECT left, any other
  * died or lost us */
 static void uct_specrdv_verbs_peer_eof(uct_specrdv_verbs_iface_t *iface,
