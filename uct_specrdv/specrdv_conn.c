@@ -475,13 +475,15 @@ static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
         uct_specrdv_conns_ring_wanted(conns, peer);
         return;
     case UCT_SPECRDV_CTRL_RING_REVOKE:
-        /* Every ring message we sent has a PSN before our answer's */
+        /* Every ring message we sent has a PSN before our answer's.  A
+         * writer that learns of a grant after the receiver opened the ring
+         * may be revoked before it knows: it must not use that grant. */
         if (peer->flags & UCT_SPECRDV_PEER_RING_READY) {
-            peer->flags   &= ~UCT_SPECRDV_PEER_RING_READY;
-            peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
-            conns->ops->ring_release(conns, peer);
+            peer->flags &= ~UCT_SPECRDV_PEER_RING_READY;
             UCT_SPECRDV_CONNS_STAT(conns, RING_REVOKED);
         }
+        peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
+        conns->ops->ring_release(conns, peer);
         uct_specrdv_peer_send_ctrl_or_defer(conns, peer,
                                             UCT_SPECRDV_CTRL_RING_RELEASED,
                                             UCT_SPECRDV_PEER_RELEASE_TX);

@@ -204,7 +204,8 @@ typedef struct uct_specrdv_wire_ops {
                                 uct_specrdv_peer_t *peer, unsigned ring,
                                 uint16_t tail);
 
-    /* Sender: the receiver took our ring back; forget it */
+    /* Sender: the receiver took back our ring, or the one it granted us
+     * that we may not have learnt of yet; forget it */
     void         (*ring_release)(uct_specrdv_conns_t *conns,
                                  uct_specrdv_peer_t *peer);
 
@@ -322,6 +323,15 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
 void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx,
                              uint8_t type, uint8_t am_id, uint32_t length);
+
+/* Sender: a ring the receiver granted and took back before we learnt of it
+ * (a writer whose grants arrive after the ring is opened); it counts among
+ * the rings obtained, as the receiver counted it among those opened */
+static UCS_F_ALWAYS_INLINE void
+uct_specrdv_peer_ring_voided(uct_specrdv_peer_t *peer)
+{
+    ++peer->tx_epoch;
+}
 
 /* Whether a message could be sent now */
 int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,

@@ -13,7 +13,12 @@
  * RELEASED, blanks it and frees it, and S may claim it again.  S may also
  * die at any point; R takes a revoked ring back without RELEASED only once
  * the writer says S is gone (peer_alive), and then expects no more from S.
- * A ring write
+ * With ASYNC_GRANT (the verbs writer) S does not claim the ring: it asks
+ * (REQ, through the fallback FIFO), R opens the ring when it delivers REQ
+ * and writes its answer into S's memory, and S learns of the grant only when
+ * it next looks.  R may revoke the ring before S has looked: S must then
+ * void that grant (not write the ring, count it among its rings) and answer
+ * RELEASED all the same.  A ring write
  * lands whole (partial landing is the slot protocol's, tested in
  * test_specrdv_slot); R frees each slot at once and pushes its tail.  R's
  * tail also rides back on messages of the reverse direction (TAIL), stamped
@@ -33,6 +38,7 @@
  *  RELEASED_NOW         R takes RELEASED without waiting for its PSN's turn
  *  RECLAIM_ALIVE        R takes a revoked ring back from a live S
  *  NO_EPOCH             S applies a piggybacked tail whatever ring it counts
+ *  NO_VOID              (ASYNC_GRANT) S uses a grant revoked before it looked
  */
 
 #ifndef K
@@ -45,7 +51,7 @@
 #define REVOKES 2     /* revokes R makes, and */
 #define TAILS 2       /* tails it piggybacks, to bound the state space */
 
-mtype = { AM, RING, WANTED, RELEASED, REVOKE, TAIL };
+mtype = { AM, RING, WANTED, RELEASED, REVOKE, TAIL, REQ };
 
 chan fb  = [FB] of { mtype, byte, byte };   /* type, PSN, message number */
 chan rev = [2] of { mtype, byte, byte };    /* type, tail, epoch */
@@ -62,6 +68,8 @@ bool revoking     = 0;
 bool rx_done      = 0;
 bool s_dead       = 0;
 byte rx_epoch     = 0;     /* rings R has opened for S */
+byte answer       = 0;     /* ASYNC_GRANT: R's answer in S's memory:
+                              0 none, 1 granted, 2 refused */
 
 inline ring_free() {
     atomic {
@@ -78,7 +86,7 @@ inline ring_free() {
 proctype S()
 {
     byte psn = 0, am = 0, head = 0, tail = 0, wants = 0, epoch = 0, t, e;
-    bool has_ring = 0;
+    bool has_ring = 0, waiting = 0, voided = 0;
 
     do
     :: (am < K) && has_ring ->
@@ -103,6 +111,7 @@ proctype S()
         fi
     :: (am < K) && !has_ring ->
         fb!AM(psn, am); psn++; am++
+#ifndef ASYNC_GRANT
     :: (am < K) && !has_ring && (wants < WANTS) ->
         if
         :: atomic { ring_owner == 0 -> ring_owner = 1 };
@@ -111,6 +120,25 @@ proctype S()
         :: atomic { ring_owner != 0 -> skip };
             fb!WANTED(psn, 0); psn++; wants++
         fi
+#else
+    :: (am < K) && !has_ring && !waiting && (wants < WANTS) ->
+        fb!REQ(psn, 0); psn++; waiting = 1
+    :: waiting && (answer != 0) ->
+        if
+        :: answer == 2 ->
+            fb!WANTED(psn, 0); psn++; wants++
+#ifdef NO_VOID
+        :: answer == 1 ->
+#else
+        :: (answer == 1) && !voided ->
+#endif
+            has_ring = 1; head = 0; tail = 0; epoch++
+#ifndef NO_VOID
+        :: (answer == 1) && voided -> epoch++
+#endif
+        fi;
+        answer = 0; waiting = 0; voided = 0
+#endif
     :: rev?TAIL, t, e ->
 #ifdef NO_EPOCH
         if
@@ -125,6 +153,7 @@ proctype S()
 #ifndef WRITE_AFTER_RELEASE
         has_ring = 0;
 #endif
+        voided = waiting;
         fb!RELEASED(psn, 0); psn++
     :: (am == K) && rx_done -> break
     :: s_dead = 1; break                 /* killed: writes and answers nothing */
@@ -171,6 +200,14 @@ proctype R()
                 assert(!ring_open);
                 ring_open = 1; rx_head = 0; rx_epoch++
             :: t == WANTED -> skip
+            :: t == REQ ->
+                if
+                :: atomic { ring_owner == 0 -> ring_owner = 1;
+                            ring_open = 1; rx_head = 0; rx_epoch++ };
+                    answer = 1
+                :: atomic { ring_owner != 0 -> skip };
+                    answer = 2
+                fi
             :: t == RELEASED ->
                 assert(revoking);
                 revoking = 0;

@@ -240,6 +240,8 @@ struct uct_specrdv_verbs_peer {
     int                       tx_ring;    /* -1 without one */
     uint16_t                  ring_asked; /* ring requests sent */
     int                       ring_waiting;
+    int                       ring_void;  /* revoked before the answer came:
+                                             the answer is not to be used */
     int                       fence;      /* the next request waits for the
                                              ones before it */
     /* receiving */

@@ -460,6 +460,24 @@ uct_specrdv_verbs_peer_mirror(uct_specrdv_verbs_iface_t *iface,
     return UCS_OK;
 }
 
+static ucs_status_t uct_specrdv_verbs_ring_granted(uct_specrdv_verbs_iface_t *iface,
+                                                   uct_specrdv_verbs_peer_t *peer,
+                                                   unsigned ring)
+{
+    if (ring == UCT_SPECRDV_VERBS_REFUSED) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    if (uct_specrdv_verbs_peer_mirror(iface, peer) != UCS_OK) {
+        /* the ring stays unused; the fallback channel carries everything */
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    peer->tx_ring = ring;
+    uct_specrdv_ring_tx_init(&peer->super.tx, peer->mirror, &peer->geom);
+    return UCS_OK;
+}
+
 /* Ask once, then look for the answer at every send until it comes */
 static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
                                                    uct_specrdv_peer_t *generic)
@@ -469,37 +487,36 @@ static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
     uint32_t answer;
     uct_specrdv_tx_t tx;
 
-    if (!peer->ring_waiting) {
-        if (uct_specrdv_verbs_fb_reserve(conns, generic, &tx) != UCS_OK) {
+    if (peer->ring_waiting) {
+        answer = iface->words[peer->local_id].answer;
+        if ((answer >> 16) != peer->ring_asked) {
             return UCS_ERR_NO_RESOURCE;
         }
 
-        tx.ring = 0;
-        ++peer->ring_asked;
-        peer->ring_waiting = 1;
-        uct_specrdv_peer_tx_end(conns, generic, &tx, UCT_SPECRDV_MSG_CTRL,
-                                UCT_SPECRDV_VERBS_CTRL_RING_REQ, 0);
+        peer->ring_waiting = 0;
+        if (!peer->ring_void) {
+            return uct_specrdv_verbs_ring_granted(iface, peer,
+                                                  answer & UCS_MASK(16));
+        }
+
+        /* revoked before we saw it: the receiver closes it at our RELEASED;
+         * ask anew */
+        peer->ring_void = 0;
+        if ((answer & UCS_MASK(16)) != UCT_SPECRDV_VERBS_REFUSED) {
+            uct_specrdv_peer_ring_voided(generic);
+        }
+    }
+
+    if (uct_specrdv_verbs_fb_reserve(conns, generic, &tx) != UCS_OK) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    answer = iface->words[peer->local_id].answer;
-    if ((answer >> 16) != peer->ring_asked) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    peer->ring_waiting = 0;
-    if ((answer & UCS_MASK(16)) == UCT_SPECRDV_VERBS_REFUSED) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    if (uct_specrdv_verbs_peer_mirror(iface, peer) != UCS_OK) {
-        /* the ring stays unused; the fallback channel carries everything */
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    peer->tx_ring = answer & UCS_MASK(16);
-    uct_specrdv_ring_tx_init(&generic->tx, peer->mirror, &peer->geom);
-    return UCS_OK;
+    tx.ring = 0;
+    ++peer->ring_asked;
+    peer->ring_waiting = 1;
+    uct_specrdv_peer_tx_end(conns, generic, &tx, UCT_SPECRDV_MSG_CTRL,
+                            UCT_SPECRDV_VERBS_CTRL_RING_REQ, 0);
+    return UCS_ERR_NO_RESOURCE;
 }
 
 static uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
@@ -533,7 +550,10 @@ static void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
 static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
                                            uct_specrdv_peer_t *generic)
 {
-    uct_specrdv_verbs_peer(generic)->tx_ring = -1;
+    uct_specrdv_verbs_peer_t *peer = uct_specrdv_verbs_peer(generic);
+
+    peer->tx_ring   = -1;
+    peer->ring_void = peer->ring_waiting;
 }
 
 static int uct_specrdv_verbs_peer_alive(uct_specrdv_conns_t *conns,
