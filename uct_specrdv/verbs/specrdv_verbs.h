@@ -235,6 +235,12 @@ struct uct_specrdv_verbs_peer {
     unsigned                  fb_next;
     unsigned                  fb_waiting; /* sent before the QP was ready */
     struct ibv_mr             *fb_tx_mr;
+    /* Work requests built once: a send fills in where and how much */
+    struct {
+        struct ibv_send_wr    wr;
+        struct ibv_sge        sge;
+    } fb_wr, ring_wr;
+    uint64_t                  ring_remote; /* our ring there */
     uint8_t                   *mirror;    /* our view of our ring there */
     struct ibv_mr             *mirror_mr;
     int                       tx_ring;    /* -1 without one */

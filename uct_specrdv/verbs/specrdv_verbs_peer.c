@@ -91,6 +91,10 @@ ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
         goto err_free;
     }
 
+    peer->fb_wr.sge.lkey          = peer->fb_tx_mr->lkey;
+    peer->fb_wr.wr.sg_list        = &peer->fb_wr.sge;
+    peer->fb_wr.wr.num_sge        = 1;
+    peer->fb_wr.wr.opcode         = IBV_WR_SEND;
     peer->nonce                   = nonce;
     peer->addr                    = *addr;
     peer->local_id                = id;
@@ -344,20 +348,14 @@ static void uct_specrdv_verbs_fb_send(uct_specrdv_verbs_iface_t *iface,
 {
     const uct_specrdv_hdr_t *hdr = (const void*)(peer->fb_tx +
                                                  index * iface->fb_size);
-    struct ibv_sge sge = {
-        .addr   = (uintptr_t)hdr,
-        .length = sizeof(*hdr) + hdr->length,
-        .lkey   = peer->fb_tx_mr->lkey
-    };
-    struct ibv_send_wr wr = {
-        .sg_list    = &sge,
-        .num_sge    = 1,
-        .opcode     = IBV_WR_SEND,
-        .send_flags = (sge.length <= iface->config.max_inline) ?
-                      IBV_SEND_INLINE : 0
-    };
 
-    if (uct_specrdv_verbs_peer_post(iface, peer, &wr, 0) == UCS_OK) {
+    peer->fb_wr.sge.addr      = (uintptr_t)hdr;
+    peer->fb_wr.sge.length    = sizeof(*hdr) + hdr->length;
+    peer->fb_wr.wr.send_flags = (peer->fb_wr.sge.length <=
+                                 iface->config.max_inline) ?
+                                IBV_SEND_INLINE : 0;
+    if (uct_specrdv_verbs_peer_post(iface, peer, &peer->fb_wr.wr, 0) ==
+        UCS_OK) {
         peer->fb_sn[index] = peer->sn_posted;
     }
 }
@@ -412,24 +410,14 @@ static void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
     size_t offset                    = (size_t)slot * peer->geom.slot_size;
-    struct ibv_sge sge = {
-        .addr   = (uintptr_t)peer->mirror + offset,
-        .length = length,
-        .lkey   = peer->mirror_mr->lkey
-    };
-    struct ibv_send_wr wr = {
-        .sg_list             = &sge,
-        .num_sge             = 1,
-        .opcode              = IBV_WR_RDMA_WRITE,
-        .send_flags          = (length <= iface->config.max_inline) ?
-                               IBV_SEND_INLINE : 0,
-        .wr.rdma.remote_addr = peer->rings + offset +
-                               (uint64_t)peer->tx_ring *
-                               peer->geom.num_slots * peer->geom.slot_size,
-        .wr.rdma.rkey        = peer->rings_rkey
-    };
 
-    uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
+    peer->ring_wr.sge.addr               = (uintptr_t)peer->mirror + offset;
+    peer->ring_wr.sge.length             = length;
+    peer->ring_wr.wr.wr.rdma.remote_addr = peer->ring_remote + offset;
+    peer->ring_wr.wr.send_flags          = (length <=
+                                            iface->config.max_inline) ?
+                                           IBV_SEND_INLINE : 0;
+    uct_specrdv_verbs_peer_post(iface, peer, &peer->ring_wr.wr, 0);
 }
 
 /* Our ring's mirror: blank, as the receiver's ring is when it grants it */
@@ -473,7 +461,15 @@ static ucs_status_t uct_specrdv_verbs_ring_granted(uct_specrdv_verbs_iface_t *if
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    peer->tx_ring = ring;
+    peer->tx_ring                 = ring;
+    peer->ring_remote             = peer->rings + (uint64_t)ring *
+                                    peer->geom.num_slots *
+                                    peer->geom.slot_size;
+    peer->ring_wr.sge.lkey        = peer->mirror_mr->lkey;
+    peer->ring_wr.wr.sg_list      = &peer->ring_wr.sge;
+    peer->ring_wr.wr.num_sge      = 1;
+    peer->ring_wr.wr.opcode       = IBV_WR_RDMA_WRITE;
+    peer->ring_wr.wr.wr.rdma.rkey = peer->rings_rkey;
     uct_specrdv_ring_tx_init(&peer->super.tx, peer->mirror, &peer->geom);
     return UCS_OK;
 }
