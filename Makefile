@@ -183,7 +183,8 @@ bench-rdma: build
 	@mkdir -p $(RESULTS)
 	@mkdir -p $(BUILD_DIR)/test/perf
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
-	    -w $(BUILD_DIR)/test/perf -t 2400 -- \
+	    -w $(BUILD_DIR)/test/perf -t 2400 \
+	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \
 	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
 	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
