@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-gtest \
+        check-gtest check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
         bench bench-shm bench-spec \
         bench-rdma gtest clean
@@ -41,6 +41,7 @@ check: build
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-rdma
+	@$(MAKE) --no-print-directory check-rdma-asan
 
 , := ,
 
@@ -153,6 +154,19 @@ check-rdma: build
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -t 1200 -- \
 	    $(REPO)/contrib/ucx-gtest $(BUILD_DIR) '$(RDMA_GTEST_FILTER)' || rc=1; \
 	exit $$rc
+
+# The verbs writer's UCT-level checks again, on the ASan/UBSan build (which
+# check-asan makes): the MPI checks run uninstrumented MPI programs, which
+# cannot load an instrumented libucp
+RDMA_ASAN_CHECKS = uct_specrdv_verbs_am_lat uct_specrdv_verbs_am_bw \
+                   uct_specrdv_verbs_put_bw uct_specrdv_verbs_peer_killed
+check-rdma-asan: deps
+	@$(REPO)/contrib/install-deps rdma
+	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
+	@$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 900 \
+	    -e 'RDMA_CHECKS=$(RDMA_ASAN_CHECKS)' -- \
+	    $(REPO)/test/asan-wrap $(REPO)/test/rdma/check $(ASAN_DIR)/prefix \
+	    $(RDMA_MPI)
 
 # ------------------------------------------------------------- benchmarks
 # Figures go to perf/results/ as CSV, a markdown table and a PNG.  Those made
