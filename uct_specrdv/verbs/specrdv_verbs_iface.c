@@ -17,7 +17,8 @@
 #include <stdlib.h>
 
 
-/* Send completions the send CQ holds per work request a QP may have */
+/* The send CQ, shared by every peer's QP: work requests outstanding at once
+ * on all of them (a failed QP completes each, signalled or not) */
 #define UCT_SPECRDV_VERBS_TX_CQ_LEN  4096
 
 
@@ -74,9 +75,15 @@ ucs_config_field_t uct_specrdv_verbs_config_table[] = {
 };
 
 
-static double uct_specrdv_verbs_port_bandwidth(const struct ibv_port_attr *attr)
+/* The wire's latency and bandwidth as UCX's ib interfaces estimate them
+ * (uct_ib_iface_query: per lane speed, width x signal rate x encoding, 200 ns
+ * more on RoCE), so that UCP weighs specrdv and rc_verbs on one port alike;
+ * UCX also takes the packets' headers off the bandwidth (2 % at a 4 KB MTU),
+ * which this does not */
+static void uct_specrdv_verbs_port_perf(const struct ibv_port_attr *attr,
+                                        double *latency_p, double *bw_p)
 {
-    double lane_gbps, encoding;
+    double signal_rate, encoding = 64.0 / 66.0;
     unsigned lanes;
 
     switch (attr->active_width) {
@@ -87,19 +94,19 @@ static double uct_specrdv_verbs_port_bandwidth(const struct ibv_port_attr *attr)
     default: lanes = 1;  break;
     }
 
-    encoding = 64.0 / 66.0;
     switch (attr->active_speed) {
-    case 1:   lane_gbps = 2.5;      encoding = 0.8; break;
-    case 2:   lane_gbps = 5.0;      encoding = 0.8; break;
-    case 4:   lane_gbps = 10.0;     encoding = 0.8; break;
-    case 8:   lane_gbps = 10.3125;  break;
-    case 16:  lane_gbps = 14.0625;  break;
-    case 32:  lane_gbps = 25.78125; break;
-    case 64:  lane_gbps = 53.125;   break;
-    default:  lane_gbps = 106.25;   break;
+    case 2:   *latency_p = 2500e-9; signal_rate = 5e9;   encoding = 0.8; break;
+    case 4:   *latency_p = 1300e-9; signal_rate = 10.3125e9;             break;
+    case 8:   *latency_p = 700e-9;  signal_rate = 10.3125e9;             break;
+    case 16:  *latency_p = 700e-9;  signal_rate = 14.0625e9;             break;
+    case 32:  *latency_p = 600e-9;  signal_rate = 25.78125e9;            break;
+    case 64:  *latency_p = 600e-9;  signal_rate = 2 * 25.78125e9;        break;
+    case 128: *latency_p = 600e-9;  signal_rate = 100e9;                 break;
+    default:  *latency_p = 5000e-9; signal_rate = 2.5e9; encoding = 0.8; break;
     }
 
-    return lanes * lane_gbps * encoding * 1e9 / 8;
+    *latency_p += 200e-9;
+    *bw_p       = lanes * signal_rate * encoding / 8;
 }
 
 static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
@@ -110,6 +117,7 @@ static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
     uct_specrdv_verbs_md_t *md       = uct_specrdv_verbs_iface_md(iface);
     size_t mtu                       = 128 << iface->path_mtu;
     struct ibv_port_attr port_attr;
+    double latency;
 
     if (ibv_query_port(md->ctx, iface->port_num, &port_attr) != 0) {
         ucs_error("specrdv: ibv_query_port failed: %m");
@@ -137,13 +145,13 @@ static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
     iface_attr->cap.get.align_mtu       = mtu;
     iface_attr->cap.get.max_iov         = UCT_SPECRDV_VERBS_MAX_IOV;
 
-    /* What UCX's rc_verbs estimates for an RDMA write on the same port: the
-     * receiver polls the slot, so there is no completion to add */
-    iface_attr->latency             = ucs_linear_func_make(700e-9, 0);
+    /* rc_verbs' software overhead; the receiver polls the slot, so there is
+     * no completion to add to the wire's latency */
+    uct_specrdv_verbs_port_perf(&port_attr, &latency,
+                                &iface_attr->bandwidth.shared);
+    iface_attr->latency             = ucs_linear_func_make(latency, 0);
     iface_attr->overhead            = 75e-9;
     iface_attr->bandwidth.dedicated = 0;
-    iface_attr->bandwidth.shared    =
-            uct_specrdv_verbs_port_bandwidth(&port_attr);
     return UCS_OK;
 }
 
