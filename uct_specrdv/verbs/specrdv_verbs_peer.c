@@ -837,6 +837,12 @@ void uct_specrdv_verbs_peers_reap(uct_specrdv_verbs_iface_t *iface)
             continue;
         }
 
+        /* an endpoint created to it since it was marked keeps it */
+        if (!ucs_list_is_empty(&generic->eps)) {
+            peer->reap = 0;
+            continue;
+        }
+
         /* its early messages will never have their turn */
         for (i = 0, kept = 0; i < iface->num_held; ++i) {
             if (uct_specrdv_verbs_rx_buffer(iface, iface->held[i])->src ==
