@@ -54,16 +54,10 @@ uct_specrdv_ep_max_payload(uct_specrdv_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_specrdv_ep_tx_begin(uct_specrdv_ep_t *ep, uct_specrdv_tx_t *tx)
 {
-    ucs_status_t status = uct_specrdv_ep_status(ep);
+    ucs_status_t status = uct_specrdv_ep_ready(ep);
 
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-
-    /* Requests already waiting go first, unless this is one of them */
-    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
-                     !(ep->flags & UCT_SPECRDV_EP_DISPATCHING))) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     return uct_specrdv_peer_tx_begin(&uct_specrdv_ep_iface(ep)->conns,

@@ -53,6 +53,26 @@ uct_specrdv_ep_status(const uct_specrdv_ep_t *ep)
 }
 
 
+/* Whether the endpoint may start an operation now: it has not failed, and
+ * requests already waiting go first, unless this is one of them */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_specrdv_ep_ready(uct_specrdv_ep_t *ep)
+{
+    ucs_status_t status = uct_specrdv_ep_status(ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+                     !(ep->flags & UCT_SPECRDV_EP_DISPATCHING))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return UCS_OK;
+}
+
+
 ucs_status_t uct_specrdv_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                                      uint64_t header, const void *payload,
                                      unsigned length);

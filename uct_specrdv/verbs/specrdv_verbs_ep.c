@@ -81,15 +81,10 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_specrdv_verbs_ep_rma_begin(uct_specrdv_ep_t *ep)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
-    ucs_status_t status              = uct_specrdv_ep_status(ep);
+    ucs_status_t status              = uct_specrdv_ep_ready(ep);
 
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-
-    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
-                     !(ep->flags & UCT_SPECRDV_EP_DISPATCHING))) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     return ((uct_specrdv_verbs_wireup_connect(
@@ -243,17 +238,16 @@ ucs_status_t uct_specrdv_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    status = uct_specrdv_ep_status(ep);
+    /* requests waiting before this one, or messages waiting for the QP */
+    status = uct_specrdv_ep_ready(ep);
+    if ((status == UCS_OK) && (peer->fb_waiting > 0)) {
+        status = UCS_ERR_NO_RESOURCE;
+    }
+    if (status == UCS_ERR_NO_RESOURCE) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    }
     if (status != UCS_OK) {
         return status;
-    }
-
-    /* requests waiting before this one, or messages waiting for the QP */
-    if ((!ucs_arbiter_group_is_empty(&ep->arb_group) &&
-         !(ep->flags & UCT_SPECRDV_EP_DISPATCHING)) ||
-        (peer->fb_waiting > 0)) {
-        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
-        return UCS_ERR_NO_RESOURCE;
     }
 
     if (peer->sn_completed == peer->sn_posted) {
