@@ -114,7 +114,6 @@ typedef struct uct_specrdv_verbs_iface {
     /* what peers write to us */
     void                      *rx_mem;      /* rings, then receive buffers */
     struct ibv_mr             *rx_mr;
-    size_t                    ring_bytes;
     uint8_t                   *fb_rx;       /* receive buffers */
     size_t                    fb_size;      /* header + the ring's payload */
     uct_specrdv_verbs_word_t  *words;       /* by peer id */
@@ -329,6 +328,14 @@ void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
 ucs_status_t uct_specrdv_verbs_peer_post(uct_specrdv_verbs_iface_t *iface,
                                          uct_specrdv_verbs_peer_t *peer,
                                          struct ibv_send_wr *wr, int signal);
+/* An RDMA write of @a length bytes written inline; the caller checked the
+ * room and the device's inline size */
+ucs_status_t uct_specrdv_verbs_peer_write_inline(uct_specrdv_verbs_iface_t *iface,
+                                                 uct_specrdv_verbs_peer_t *peer,
+                                                 const void *buffer,
+                                                 unsigned length,
+                                                 uint64_t remote_addr,
+                                                 uint32_t rkey);
 /* Make the last work request posted signalled, with an empty RDMA write if
  * it was not */
 ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
@@ -354,6 +361,10 @@ void uct_specrdv_verbs_wireup_cleanup(uct_specrdv_verbs_iface_t *iface);
 ucs_status_t uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_iface_t *iface,
                                               uct_specrdv_verbs_peer_t *peer);
 void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface);
+/* An RC QP as the interface's QPs are made; *max_inline_p: the inline size
+ * the device granted */
+struct ibv_qp *uct_specrdv_verbs_iface_create_qp(uct_specrdv_verbs_iface_t *iface,
+                                                unsigned *max_inline_p);
 /* Whether the peer's TCP connection is still open at its end */
 int uct_specrdv_verbs_peer_connection_alive(uct_specrdv_verbs_peer_t *peer);
 void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,

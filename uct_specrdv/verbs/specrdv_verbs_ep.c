@@ -129,32 +129,23 @@ ucs_status_t uct_specrdv_verbs_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             uint64_t remote_addr,
                                             uct_rkey_t rkey)
 {
-    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
-    struct ibv_sge sge   = {
-        .addr   = (uintptr_t)buffer,
-        .length = length,
-        .lkey   = 0
-    };
-    struct ibv_send_wr wr = {
-        .sg_list             = &sge,
-        .num_sge             = 1,
-        .opcode              = IBV_WR_RDMA_WRITE,
-        .send_flags          = IBV_SEND_INLINE,
-        .wr.rdma.remote_addr = remote_addr,
-        .wr.rdma.rkey        = rkey
-    };
+    uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
     ucs_status_t status;
 
-    UCT_CHECK_LENGTH(length, 0,
-                     uct_specrdv_verbs_ep_iface(ep)->config.max_inline,
-                     "put_short");
-    status = uct_specrdv_verbs_ep_rma(tl_ep, &wr, NULL);
-    if (status != UCS_INPROGRESS) {
+    UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
+    status = uct_specrdv_verbs_ep_rma_begin(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    return UCS_OK;
+    status = uct_specrdv_verbs_peer_write_inline(
+            iface, uct_specrdv_verbs_peer(ep->peer), buffer, length,
+            remote_addr, rkey);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    }
+    return status;
 }
 
 static ucs_status_t

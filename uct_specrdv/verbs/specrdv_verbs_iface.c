@@ -339,28 +339,16 @@ static uint8_t uct_specrdv_verbs_timeout_exp(double timeout)
 /* How much the device writes inline: what a QP gets when it asks for ours */
 static ucs_status_t uct_specrdv_verbs_iface_probe_inline(uct_specrdv_verbs_iface_t *iface)
 {
-    struct ibv_qp_init_attr attr = {
-        .send_cq             = iface->send_cq,
-        .recv_cq             = iface->recv_cq,
-        .srq                 = iface->srq,
-        .cap.max_send_wr     = iface->config.tx_queue_len,
-        .cap.max_send_sge    = UCT_SPECRDV_VERBS_MAX_IOV,
-        .cap.max_inline_data = iface->config.max_inline,
-        .qp_type             = IBV_QPT_RC
-    };
+    unsigned max_inline;
     struct ibv_qp *qp;
 
-    qp = ibv_create_qp(uct_specrdv_verbs_iface_md(iface)->pd, &attr);
+    qp = uct_specrdv_verbs_iface_create_qp(iface, &max_inline);
     if (qp == NULL) {
-        ucs_error("specrdv: cannot create an RC QP with %u work requests and "
-                  "%u bytes inline: %m", iface->config.tx_queue_len,
-                  iface->config.max_inline);
         return UCS_ERR_IO_ERROR;
     }
 
-    iface->config.max_inline = ucs_min(iface->config.max_inline,
-                                       attr.cap.max_inline_data);
     ibv_destroy_qp(qp);
+    iface->config.max_inline = ucs_min(iface->config.max_inline, max_inline);
     if (iface->config.max_inline < sizeof(uint32_t)) {
         ucs_error("specrdv: the device writes no data inline");
         return UCS_ERR_UNSUPPORTED;
@@ -372,17 +360,17 @@ static ucs_status_t uct_specrdv_verbs_iface_rx_init(uct_specrdv_verbs_iface_t *i
 {
     uct_specrdv_verbs_md_t *md = uct_specrdv_verbs_iface_md(iface);
     uct_specrdv_conns_t *conns = &iface->super.conns;
-    size_t rings_bytes, rx_bytes, words_bytes;
+    size_t ring_bytes, rings_bytes, rx_bytes, words_bytes;
     struct ibv_srq_init_attr srq_attr = {
         .attr.max_wr  = iface->config.rx_queue_len,
         .attr.max_sge = 1
     };
     unsigned i;
 
-    iface->ring_bytes = (size_t)conns->geom.num_slots * conns->geom.slot_size;
+    ring_bytes        = (size_t)conns->geom.num_slots * conns->geom.slot_size;
     iface->fb_size    = sizeof(uct_specrdv_hdr_t) +
                         uct_specrdv_conns_max_payload(conns);
-    rings_bytes       = conns->num_rings * iface->ring_bytes;
+    rings_bytes       = conns->num_rings * ring_bytes;
     rx_bytes          = rings_bytes + (size_t)iface->config.rx_queue_len *
                                       iface->fb_size;
     words_bytes       = iface->config.max_peers * sizeof(*iface->words);
@@ -409,7 +397,7 @@ static ucs_status_t uct_specrdv_verbs_iface_rx_init(uct_specrdv_verbs_iface_t *i
         return UCS_ERR_IO_ERROR;
     }
 
-    uct_specrdv_conns_set_rx_memory(conns, iface->rx_mem, iface->ring_bytes);
+    uct_specrdv_conns_set_rx_memory(conns, iface->rx_mem, ring_bytes);
 
     iface->by_id      = ucs_calloc(iface->config.max_peers,
                                    sizeof(*iface->by_id), "specrdv_by_id");

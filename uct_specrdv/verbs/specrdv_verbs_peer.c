@@ -260,15 +260,16 @@ unsigned uct_specrdv_verbs_poll_send(uct_specrdv_verbs_iface_t *iface)
     return (count > 0) ? count : 0;
 }
 
-/* A 4-byte RDMA write into the peer's word for us */
-static ucs_status_t
-uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
-                                  uct_specrdv_verbs_peer_t *peer,
-                                  size_t offset, uint32_t value)
+ucs_status_t uct_specrdv_verbs_peer_write_inline(uct_specrdv_verbs_iface_t *iface,
+                                                 uct_specrdv_verbs_peer_t *peer,
+                                                 const void *buffer,
+                                                 unsigned length,
+                                                 uint64_t remote_addr,
+                                                 uint32_t rkey)
 {
     struct ibv_sge sge = {
-        .addr   = (uintptr_t)&value,
-        .length = sizeof(value),
+        .addr   = (uintptr_t)buffer,
+        .length = length,
         .lkey   = 0
     };
     struct ibv_send_wr wr = {
@@ -276,16 +277,27 @@ uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
         .num_sge             = 1,
         .opcode              = IBV_WR_RDMA_WRITE,
         .send_flags          = IBV_SEND_INLINE,
-        .wr.rdma.remote_addr = peer->words + peer->super.src *
-                               sizeof(uct_specrdv_verbs_word_t) + offset,
-        .wr.rdma.rkey        = peer->words_rkey
+        .wr.rdma.remote_addr = remote_addr,
+        .wr.rdma.rkey        = rkey
     };
 
+    return uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
+}
+
+/* A 4-byte RDMA write into the peer's word for us */
+static ucs_status_t
+uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
+                                  uct_specrdv_verbs_peer_t *peer,
+                                  size_t offset, uint32_t value)
+{
     if (!uct_specrdv_verbs_peer_tx_room(iface, peer, 1)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    return uct_specrdv_verbs_peer_post(iface, peer, &wr, 0);
+    return uct_specrdv_verbs_peer_write_inline(
+            iface, peer, &value, sizeof(value),
+            peer->words + peer->super.src * sizeof(uct_specrdv_verbs_word_t) +
+            offset, peer->words_rkey);
 }
 
 /* Room for a message: before the QP is connected, fallback messages wait in

@@ -165,10 +165,9 @@ static void uct_specrdv_verbs_qp_set_state(uct_specrdv_verbs_iface_t *iface,
     qp->state            = state;
 }
 
-static ucs_status_t uct_specrdv_verbs_qp_create(uct_specrdv_verbs_iface_t *iface,
-                                                uct_specrdv_verbs_qp_t *qp)
+struct ibv_qp *uct_specrdv_verbs_iface_create_qp(uct_specrdv_verbs_iface_t *iface,
+                                                unsigned *max_inline_p)
 {
-    uct_specrdv_verbs_md_t *md = uct_specrdv_verbs_iface_md(iface);
     struct ibv_qp_init_attr init_attr = {
         .send_cq             = iface->send_cq,
         .recv_cq             = iface->recv_cq,
@@ -179,6 +178,24 @@ static ucs_status_t uct_specrdv_verbs_qp_create(uct_specrdv_verbs_iface_t *iface
         .qp_type             = IBV_QPT_RC,
         .sq_sig_all          = 0
     };
+    struct ibv_qp *qp;
+
+    qp = ibv_create_qp(uct_specrdv_verbs_iface_md(iface)->pd, &init_attr);
+    if (qp == NULL) {
+        ucs_error("specrdv: cannot create an RC QP with %u work requests and "
+                  "%u bytes inline: %m", iface->config.tx_queue_len,
+                  iface->config.max_inline);
+        return NULL;
+    }
+
+    *max_inline_p = init_attr.cap.max_inline_data;
+    return qp;
+}
+
+static ucs_status_t uct_specrdv_verbs_qp_create(uct_specrdv_verbs_iface_t *iface,
+                                                uct_specrdv_verbs_qp_t *qp)
+{
+    unsigned max_inline;
     struct ibv_qp_attr attr = {
         .qp_state        = IBV_QPS_INIT,
         .pkey_index      = 0,
@@ -187,9 +204,8 @@ static ucs_status_t uct_specrdv_verbs_qp_create(uct_specrdv_verbs_iface_t *iface
                            IBV_ACCESS_REMOTE_READ
     };
 
-    qp->qp = ibv_create_qp(md->pd, &init_attr);
+    qp->qp = uct_specrdv_verbs_iface_create_qp(iface, &max_inline);
     if (qp->qp == NULL) {
-        ucs_error("specrdv: ibv_create_qp failed: %m");
         return UCS_ERR_IO_ERROR;
     }
 
