@@ -244,8 +244,8 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_shm_iface_t, uct_md_h tl_md,
     UCS_CLASS_CALL_SUPER_INIT(uct_specrdv_iface_t,
                               &uct_specrdv_shm_iface_tl_ops,
                               &uct_specrdv_shm_iface_internal_ops,
-                              &uct_specrdv_shm_wire_ops, tl_md, worker, params,
-                              tl_config);
+                              &uct_specrdv_shm_wire_ops, 0, tl_md, worker,
+                              params, tl_config);
 
     if (!ucs_is_pow2(config->fifo_size) || (config->fifo_size < 2)) {
         ucs_error("specrdv: UCX_SPECRDV_SHM_FIFO_SIZE=%u must be a power of 2 "

@@ -43,6 +43,7 @@ ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
     conns->ring_after    = params->ring_after;
     conns->credit_update = params->credit_update;
     conns->ring_am_flags = params->ring_am_flags;
+    conns->fb_window     = params->fb_window;
     ucs_list_head_init(&conns->peers);
 
     conns->rings    = ucs_calloc(params->num_rings, sizeof(*conns->rings),
@@ -70,12 +71,16 @@ void uct_specrdv_conns_cleanup(uct_specrdv_conns_t *conns)
 void uct_specrdv_peer_init(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
 {
     memset(&peer->seq, 0, sizeof(peer->seq));
-    peer->flags      = 0;
-    peer->tx_epoch   = 0;
-    peer->rx_epoch   = 0;
-    peer->fb_sends   = 0;
-    peer->rx_ring    = -1;
-    peer->rx_fb_msgs = 0;
+    peer->flags        = 0;
+    peer->tx_epoch     = 0;
+    peer->rx_epoch     = 0;
+    peer->fb_sends     = 0;
+    peer->fb_sent      = 0;
+    peer->fb_acked     = 0;
+    peer->rx_ring      = -1;
+    peer->rx_fb_msgs   = 0;
+    peer->rx_fb_done   = 0;
+    peer->rx_fb_pushed = 0;
     ucs_list_head_init(&peer->eps);
     ucs_list_add_tail(&conns->peers, &peer->list);
 }
@@ -109,6 +114,47 @@ uct_specrdv_peer_connect(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer)
     return UCS_OK;
 }
 
+/* Whether the peer's fallback window has room for a message: the count the
+ * receiver pushed is read only when the one we know leaves none */
+static UCS_F_ALWAYS_INLINE int
+uct_specrdv_peer_fb_window_open(uct_specrdv_conns_t *conns,
+                                uct_specrdv_peer_t *peer)
+{
+    if (ucs_likely(conns->fb_window == 0) ||
+        (peer->fb_sent - peer->fb_acked < conns->fb_window)) {
+        return 1;
+    }
+
+    peer->fb_acked = conns->ops->fb_credits(conns, peer);
+    return peer->fb_sent - peer->fb_acked < conns->fb_window;
+}
+
+ucs_status_t uct_specrdv_peer_fb_reserve(uct_specrdv_conns_t *conns,
+                                         uct_specrdv_peer_t *peer,
+                                         uct_specrdv_tx_t *tx)
+{
+    if (!uct_specrdv_peer_fb_window_open(conns, peer)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return conns->ops->fb_reserve(conns, peer, tx);
+}
+
+/* Tell the peer how many of its fallback messages we delivered, or remember
+ * to at the next progress call: it may have nothing more to send until it
+ * hears */
+static ucs_status_t uct_specrdv_peer_fb_credit_push(uct_specrdv_conns_t *conns,
+                                                    uct_specrdv_peer_t *peer)
+{
+    if (conns->ops->fb_credit_push(conns, peer, peer->rx_fb_done) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    peer->rx_fb_pushed = peer->rx_fb_done;
+    UCT_SPECRDV_CONNS_STAT(conns, FB_CREDIT_UPDATES);
+    return UCS_OK;
+}
+
 /* A control message of the connection layer: no payload, fallback channel */
 static ucs_status_t uct_specrdv_peer_send_ctrl(uct_specrdv_conns_t *conns,
                                                uct_specrdv_peer_t *peer,
@@ -117,7 +163,7 @@ static ucs_status_t uct_specrdv_peer_send_ctrl(uct_specrdv_conns_t *conns,
     uct_specrdv_tx_t tx;
 
     if ((uct_specrdv_peer_connect(conns, peer) != UCS_OK) ||
-        (conns->ops->fb_reserve(conns, peer, &tx) != UCS_OK)) {
+        (uct_specrdv_peer_fb_reserve(conns, peer, &tx) != UCS_OK)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -126,12 +172,21 @@ static ucs_status_t uct_specrdv_peer_send_ctrl(uct_specrdv_conns_t *conns,
     return UCS_OK;
 }
 
-/* Send @a op now, or remember it (@a flag) for the next progress call */
-static void uct_specrdv_peer_send_ctrl_or_defer(uct_specrdv_conns_t *conns,
-                                                uct_specrdv_peer_t *peer,
-                                                uint8_t op, uint8_t flag)
+/* A control operation, or with @a op 0 the fallback credits */
+static ucs_status_t uct_specrdv_peer_send_deferrable(uct_specrdv_conns_t *conns,
+                                                     uct_specrdv_peer_t *peer,
+                                                     uint8_t op)
 {
-    if (uct_specrdv_peer_send_ctrl(conns, peer, op) == UCS_OK) {
+    return (op == 0) ? uct_specrdv_peer_fb_credit_push(conns, peer) :
+                       uct_specrdv_peer_send_ctrl(conns, peer, op);
+}
+
+/* Send @a op now, or remember it (@a flag) for the next progress call */
+static void uct_specrdv_peer_send_or_defer(uct_specrdv_conns_t *conns,
+                                           uct_specrdv_peer_t *peer,
+                                           uint8_t op, uint8_t flag)
+{
+    if (uct_specrdv_peer_send_deferrable(conns, peer, op) == UCS_OK) {
         return;
     }
 
@@ -148,7 +203,8 @@ static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
         uint8_t op;
     } deferred[] = {
         {UCT_SPECRDV_PEER_REVOKE_TX,  UCT_SPECRDV_CTRL_RING_REVOKE},
-        {UCT_SPECRDV_PEER_RELEASE_TX, UCT_SPECRDV_CTRL_RING_RELEASED}
+        {UCT_SPECRDV_PEER_RELEASE_TX, UCT_SPECRDV_CTRL_RING_RELEASED},
+        {UCT_SPECRDV_PEER_CREDIT_TX,  0}
     };
     uct_specrdv_peer_t *peer;
     unsigned i;
@@ -156,8 +212,8 @@ static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
     ucs_list_for_each(peer, &conns->peers, list) {
         for (i = 0; i < ucs_static_array_size(deferred); ++i) {
             if ((peer->flags & deferred[i].flag) &&
-                (uct_specrdv_peer_send_ctrl(conns, peer, deferred[i].op) ==
-                 UCS_OK)) {
+                (uct_specrdv_peer_send_deferrable(conns, peer,
+                                                  deferred[i].op) == UCS_OK)) {
                 peer->flags &= ~deferred[i].flag;
                 if (!(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
                     --conns->ctrl_pending;
@@ -232,6 +288,11 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
         }
     }
 
+    if (ucs_unlikely(!uct_specrdv_peer_fb_window_open(conns, peer))) {
+        UCT_SPECRDV_CONNS_STAT(conns, TX_FB_NO_CREDITS);
+        goto no_resource;
+    }
+
     status = conns->ops->fb_reserve(conns, peer, tx);
     if (status != UCS_OK) {
         goto no_resource;
@@ -274,6 +335,7 @@ void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
     }
 
     if (!tx->ring) {
+        ++peer->fb_sent;
         conns->ops->fb_post(conns, peer, tx, &hdr);
         return;
     }
@@ -298,7 +360,8 @@ int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,
         return 1;
     }
 
-    return conns->ops->fb_can_send(conns, peer);
+    return uct_specrdv_peer_fb_window_open(conns, peer) &&
+           conns->ops->fb_can_send(conns, peer);
 }
 
 static void uct_specrdv_conns_poll_set_remove(uct_specrdv_conns_t *conns,
@@ -455,9 +518,9 @@ static void uct_specrdv_conns_ring_wanted(uct_specrdv_conns_t *conns,
                   wanter->rx_fb_msgs);
         conns->revoking     = coldest->peer;
         conns->revoke_polls = 0;
-        uct_specrdv_peer_send_ctrl_or_defer(conns, coldest->peer,
-                                            UCT_SPECRDV_CTRL_RING_REVOKE,
-                                            UCT_SPECRDV_PEER_REVOKE_TX);
+        uct_specrdv_peer_send_or_defer(conns, coldest->peer,
+                                       UCT_SPECRDV_CTRL_RING_REVOKE,
+                                       UCT_SPECRDV_PEER_REVOKE_TX);
     }
 
     for (i = 0; i < conns->poll_count; ++i) {
@@ -484,9 +547,9 @@ static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
         }
         peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
         conns->ops->ring_release(conns, peer);
-        uct_specrdv_peer_send_ctrl_or_defer(conns, peer,
-                                            UCT_SPECRDV_CTRL_RING_RELEASED,
-                                            UCT_SPECRDV_PEER_RELEASE_TX);
+        uct_specrdv_peer_send_or_defer(conns, peer,
+                                       UCT_SPECRDV_CTRL_RING_RELEASED,
+                                       UCT_SPECRDV_PEER_RELEASE_TX);
         return;
     case UCT_SPECRDV_CTRL_RING_RELEASED:
         if (conns->revoking == peer) {
@@ -654,6 +717,7 @@ uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
                               const uct_specrdv_hdr_t *hdr, void *payload,
                               size_t max_payload, unsigned am_flags)
 {
+    ucs_status_t status;
     int order;
 
     if (ucs_unlikely(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
@@ -679,6 +743,15 @@ uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
     }
 
     ++peer->rx_fb_msgs;
-    return (uct_specrdv_conns_deliver(conns, peer, hdr, payload, am_flags) ==
-            UCS_INPROGRESS) ? UCT_SPECRDV_RX_KEPT : UCT_SPECRDV_RX_DONE;
+    status = uct_specrdv_conns_deliver(conns, peer, hdr, payload, am_flags);
+    if ((conns->fb_window != 0) &&
+        (++peer->rx_fb_done - peer->rx_fb_pushed >= conns->fb_window / 2) &&
+        !(peer->flags & (UCT_SPECRDV_PEER_CREDIT_TX |
+                         UCT_SPECRDV_PEER_FAILED))) {
+        uct_specrdv_peer_send_or_defer(conns, peer, 0,
+                                       UCT_SPECRDV_PEER_CREDIT_TX);
+    }
+
+    return (status == UCS_INPROGRESS) ? UCT_SPECRDV_RX_KEPT :
+                                        UCT_SPECRDV_RX_DONE;
 }

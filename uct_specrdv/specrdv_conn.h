@@ -15,6 +15,12 @@
  *  - credits: the receiver's tail rides on every message of the reverse
  *    direction, and is pushed explicitly past UCX_SPECRDV_CREDIT_UPDATE
  *    freed slots;
+ *  - fallback credits, for a writer whose fallback channel is shared by
+ *    every sender and does not bound itself per sender (an SRQ): a sender
+ *    has at most fb_window fallback messages the receiver has not yet
+ *    delivered; the receiver pushes how many it delivered, a count that only
+ *    grows, after every fb_window / 2, and retries at progress when the
+ *    writer has no room for the push;
  *  - the polling set: rings this side polls, one per admitted peer, opened
  *    when the peer says so, returned to the writer once closed and idle;
  *  - eviction (ours: neither MVAPICH2 nor Open MPI's openib takes a ring
@@ -56,6 +62,8 @@
     _(TX_NO_RESOURCE, "sends refused: ring and fallback channel both full") \
     _(RX_HELD,        "early messages held until their PSN's turn") \
     _(CREDIT_UPDATES, "explicit credit updates pushed to senders") \
+    _(TX_FB_NO_CREDITS, "fallback sends that found the fallback window closed") \
+    _(FB_CREDIT_UPDATES, "fallback credit updates pushed to senders") \
     _(RING_GRANTED,   "rings this side obtained in peers' polling sets") \
     _(RING_REFUSED,   "ring requests refused: the peer's polling set was full") \
     _(RING_ADMITTED,  "peers admitted into this side's polling set") \
@@ -85,11 +93,13 @@ enum {
     UCT_SPECRDV_PEER_RING_READY = UCS_BIT(1), /* sending through a ring */
     UCT_SPECRDV_PEER_FAILED     = UCS_BIT(2), /* broken: nothing more either way */
     UCT_SPECRDV_PEER_REVOKE_TX  = UCS_BIT(3), /* RING_REVOKE still to send */
-    UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(4)  /* RING_RELEASED still to send */
+    UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(4), /* RING_RELEASED still to send */
+    UCT_SPECRDV_PEER_CREDIT_TX  = UCS_BIT(5)  /* fallback credits to push */
 };
 
 #define UCT_SPECRDV_PEER_CTRL_TX \
-    (UCT_SPECRDV_PEER_REVOKE_TX | UCT_SPECRDV_PEER_RELEASE_TX)
+    (UCT_SPECRDV_PEER_REVOKE_TX | UCT_SPECRDV_PEER_RELEASE_TX | \
+     UCT_SPECRDV_PEER_CREDIT_TX)
 
 
 /* Control operations of the connection layer, in the am_id of a
@@ -117,6 +127,8 @@ typedef struct uct_specrdv_peer {
     uint16_t              src;       /* our id at the receiver (hdr.src) */
     uint8_t               tx_epoch;  /* rings obtained from it so far */
     int                   fb_sends;  /* fallback sends since a ring request */
+    uint32_t              fb_sent;   /* fallback messages sent, and */
+    uint32_t              fb_acked;  /* those the receiver said it delivered */
     uct_specrdv_ring_tx_t tx;        /* valid with PEER_RING_READY */
     /* receiving */
     int                   rx_ring;   /* its ring in our polling set, or -1 */
@@ -125,6 +137,8 @@ typedef struct uct_specrdv_peer {
                                         ring taken back never applies to
                                         the next one */
     uint32_t              rx_fb_msgs; /* fallback messages since RING_WANTED */
+    uint32_t              rx_fb_done; /* fallback messages delivered, and */
+    uint32_t              rx_fb_pushed; /* how many the sender was told */
     ucs_list_link_t       eps;       /* the interface's endpoints to it */
     char                  name[32];  /* for logs, set by the writer */
 } uct_specrdv_peer_t;
@@ -199,6 +213,16 @@ typedef struct uct_specrdv_wire_ops {
     int          (*fb_can_send)(uct_specrdv_conns_t *conns,
                                 uct_specrdv_peer_t *peer);
 
+    /* With a fallback window (else NULL).  Sender: the count of our fallback
+     * messages the receiver last pushed.  Receiver: push @a delivered, the
+     * count of the peer's fallback messages delivered so far; UCS_OK, or
+     * UCS_ERR_NO_RESOURCE to be asked again at a later progress call. */
+    uint32_t     (*fb_credits)(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *peer);
+    ucs_status_t (*fb_credit_push)(uct_specrdv_conns_t *conns,
+                                   uct_specrdv_peer_t *peer,
+                                   uint32_t delivered);
+
     /* Receiver: tell the sender of ring @a ring our tail */
     void         (*credit_push)(uct_specrdv_conns_t *conns,
                                 uct_specrdv_peer_t *peer, unsigned ring,
@@ -249,6 +273,8 @@ typedef struct uct_specrdv_conns_params {
     unsigned                     ring_after;
     unsigned                     credit_update;
     unsigned                     ring_am_flags; /* with which ring slots go up */
+    unsigned                     fb_window;     /* 0: the writer's fallback
+                                                   channel bounds each sender */
 } uct_specrdv_conns_params_t;
 
 
@@ -260,6 +286,7 @@ struct uct_specrdv_conns {
     unsigned                     ring_after;
     unsigned                     credit_update;
     unsigned                     ring_am_flags;
+    unsigned                     fb_window;
     ucs_list_link_t              peers;
     /* receiving: rings at rx_base, ring_bytes apart, set by the writer */
     uct_specrdv_ring_geom_t      geom;
@@ -317,9 +344,15 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
                                        uct_specrdv_peer_t *peer,
                                        uct_specrdv_tx_t *tx);
 
+/* Room in the fallback channel for one message of up to the ring's payload,
+ * within the peer's fallback window; a writer sends its control messages
+ * with this and uct_specrdv_peer_tx_end() */
+ucs_status_t uct_specrdv_peer_fb_reserve(uct_specrdv_conns_t *conns,
+                                         uct_specrdv_peer_t *peer,
+                                         uct_specrdv_tx_t *tx);
+
 /* Send the message whose payload the caller wrote; @a type and @a am_id as in
- * uct_specrdv_hdr_t.  A writer sends its control messages with
- * its own fb_reserve() and this. */
+ * uct_specrdv_hdr_t */
 void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx,
                              uint8_t type, uint8_t am_id, uint32_t length);

@@ -239,8 +239,9 @@ uct_specrdv_iface_ring_am_flags(const uct_iface_params_t *params,
 
 UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
                     uct_iface_internal_ops_t *internal_ops,
-                    const uct_specrdv_wire_ops_t *wire_ops, uct_md_h md,
-                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const uct_specrdv_wire_ops_t *wire_ops, unsigned fb_window,
+                    uct_md_h md, uct_worker_h worker,
+                    const uct_iface_params_t *params,
                     const uct_iface_config_t *tl_config)
 {
     const uct_specrdv_iface_config_t *config =
@@ -279,6 +280,7 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     conns_params.geom.num_slots      = config->ring_slots;
     conns_params.num_rings           = config->poll_set;
     conns_params.ring_after          = config->ring_after;
+    conns_params.fb_window           = fb_window;
     conns_params.credit_update       =
             (config->credit_update == UCS_ULUNITS_AUTO) ?
             ucs_max(config->ring_slots / 2, 1) : config->credit_update;

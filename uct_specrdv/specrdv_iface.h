@@ -67,7 +67,7 @@ typedef struct uct_specrdv_iface {
 
 UCS_CLASS_DECLARE(uct_specrdv_iface_t, uct_iface_ops_t*,
                   uct_iface_internal_ops_t*, const uct_specrdv_wire_ops_t*,
-                  uct_md_h, uct_worker_h, const uct_iface_params_t*,
+                  unsigned, uct_md_h, uct_worker_h, const uct_iface_params_t*,
                   const uct_iface_config_t*);
 
 

@@ -26,6 +26,13 @@
  * how many rings it has claimed, so a tail of a ring R took back, arriving
  * after S claimed the next, gives no credit.
  *
+ * With FB_WINDOW (the verbs writer's shared receive queue) S may have at
+ * most W fallback messages that R has not delivered: it waits, reading the
+ * count R pushed, when it has W.  R pushes its count once it delivered W / 2
+ * more, now or, when the writer has no room, at a later step.  The FIFO
+ * holds only W messages: a send that found it full would be the RNR wait
+ * the window exists to avoid.
+ *
  * Checked:
  *  - every active message is delivered once, in order (assertions);
  *  - the ring is drained when R frees it: no write is lost, and S never
@@ -39,6 +46,8 @@
  *  RECLAIM_ALIVE        R takes a revoked ring back from a live S
  *  NO_EPOCH             S applies a piggybacked tail whatever ring it counts
  *  NO_VOID              (ASYNC_GRANT) S uses a grant revoked before it looked
+ *  NO_WINDOW            (FB_WINDOW) S sends whatever R has not delivered
+ *  NO_PUSH_RETRY        (FB_WINDOW) a push without room is never made
  */
 
 #ifndef K
@@ -52,6 +61,15 @@
 #define TAILS 2       /* tails it piggybacks, to bound the state space */
 
 mtype = { AM, RING, WANTED, RELEASED, REVOKE, TAIL, REQ };
+
+#ifdef FB_WINDOW
+#define W 2
+#define PUSHED !push_due
+byte fb_pub = 0;           /* R's count of S's delivered fallback messages,
+                              as last pushed */
+#else
+#define PUSHED 1
+#endif
 
 chan fb  = [FB] of { mtype, byte, byte };   /* type, PSN, message number */
 chan rev = [2] of { mtype, byte, byte };    /* type, tail, epoch */
@@ -83,9 +101,29 @@ inline ring_free() {
     }
 }
 
+/* S's fallback send: within the window, into a FIFO with room */
+#ifdef FB_WINDOW
+inline fb_send(type, p, n) {
+#ifndef NO_WINDOW
+    do
+    :: fb_sent - fb_acked < W -> break
+    :: (fb_sent - fb_acked >= W) && (fb_pub != fb_acked) -> fb_acked = fb_pub
+    od;
+#endif
+    assert(nfull(fb));
+    fb!type(p, n);
+    fb_sent++
+}
+#else
+inline fb_send(type, p, n) {
+    fb!type(p, n)
+}
+#endif
+
 proctype S()
 {
     byte psn = 0, am = 0, head = 0, tail = 0, wants = 0, epoch = 0, t, e;
+    byte fb_sent = 0, fb_acked = 0;
     bool has_ring = 0, waiting = 0, voided = 0;
 
     do
@@ -107,26 +145,26 @@ proctype S()
                 ring_written++
             }
         :: else ->                       /* no credit: fall back */
-            fb!AM(psn, am); psn++; am++
+            fb_send(AM, psn, am); psn++; am++
         fi
     :: (am < K) && !has_ring ->
-        fb!AM(psn, am); psn++; am++
+        fb_send(AM, psn, am); psn++; am++
 #ifndef ASYNC_GRANT
     :: (am < K) && !has_ring && (wants < WANTS) ->
         if
         :: atomic { ring_owner == 0 -> ring_owner = 1 };
-            fb!RING(psn, 0); psn++;
+            fb_send(RING, psn, 0); psn++;
             has_ring = 1; head = 0; tail = 0; epoch++
         :: atomic { ring_owner != 0 -> skip };
-            fb!WANTED(psn, 0); psn++; wants++
+            fb_send(WANTED, psn, 0); psn++; wants++
         fi
 #else
     :: (am < K) && !has_ring && !waiting && (wants < WANTS) ->
-        fb!REQ(psn, 0); psn++; waiting = 1
+        fb_send(REQ, psn, 0); psn++; waiting = 1
     :: waiting && (answer != 0) ->
         if
         :: answer == 2 ->
-            fb!WANTED(psn, 0); psn++; wants++
+            fb_send(WANTED, psn, 0); psn++; wants++
 #ifdef NO_VOID
         :: answer == 1 ->
 #else
@@ -154,7 +192,7 @@ proctype S()
         has_ring = 0;
 #endif
         voided = waiting;
-        fb!RELEASED(psn, 0); psn++
+        fb_send(RELEASED, psn, 0); psn++
     :: (am == K) && rx_done -> break
     :: s_dead = 1; break                 /* killed: writes and answers nothing */
     od
@@ -164,6 +202,10 @@ proctype R()
 {
     byte esn = 0, rx_head = 0, revokes = 0, tails = 0;
     bool failed = 0;     /* S's connection failed: its messages are dropped */
+#ifdef FB_WINDOW
+    byte fb_done = 0;
+    bool push_due = 0;
+#endif
     mtype t;
     byte p, a;
 
@@ -192,6 +234,17 @@ proctype R()
     :: !failed && fb?[_, eval(esn), _] ->
             fb?t, p, a;
             esn++;
+#ifdef FB_WINDOW
+            fb_done++;
+            if
+            :: (fb_done - fb_pub >= W / 2) && !push_due ->
+                if
+                :: fb_pub = fb_done
+                :: push_due = 1
+                fi
+            :: else -> skip
+            fi;
+#endif
             if
             :: t == AM ->
                 assert(a == am_delivered);
@@ -216,6 +269,9 @@ proctype R()
                 ring_free()
 #endif
             fi
+#if defined(FB_WINDOW) && !defined(NO_PUSH_RETRY)
+    :: push_due -> fb_pub = fb_done; push_due = 0
+#endif
     /* The writer tells R that S is gone: the revoked ring comes back */
 #ifdef RECLAIM_ALIVE
     :: revoking ->
@@ -227,7 +283,8 @@ proctype R()
         ring_free()
     :: s_dead && !revoking && empty(fb) ->
         break
-    :: (am_delivered == K) && !revoking && empty(fb) ->
+    /* R goes on progressing while a push is due: it stops only here */
+    :: (am_delivered == K) && !revoking && empty(fb) && PUSHED ->
         rx_done = 1;
         break
     od

@@ -43,6 +43,7 @@ typedef struct fpeer {
     struct fpeer       *twin;       /* the remote side's peer for us */
     int                tx_ring;
     int                gone;        /* its process died */
+    uint32_t           fb_word;     /* fallback credits the receiver pushed */
     uint8_t            mirror[SLOTS * SLOT];
 } fpeer_t;
 
@@ -82,6 +83,7 @@ struct side {
     unsigned            nkept;
     delivered_t         log[MAX_LOG];
     unsigned            nlog;
+    int                 no_push;           /* no room for credit pushes */
     fpeer_t             *failed;
     ucs_status_t        failed_status;
 };
@@ -178,7 +180,7 @@ static ucs_status_t fake_ring_request(uct_specrdv_conns_t *conns,
         p->tx_ring         = i;
     }
 
-    if (fake_fb_reserve(conns, peer, &tx) != UCS_OK) {
+    if (uct_specrdv_peer_fb_reserve(conns, peer, &tx) != UCS_OK) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -235,6 +237,24 @@ static void fake_credit_push(uct_specrdv_conns_t *conns,
     side_of(conns)->credit[ring] = tail;
 }
 
+static uint32_t fake_fb_credits(uct_specrdv_conns_t *conns,
+                                uct_specrdv_peer_t *peer)
+{
+    return fpeer(peer)->fb_word;
+}
+
+static ucs_status_t fake_fb_credit_push(uct_specrdv_conns_t *conns,
+                                        uct_specrdv_peer_t *peer,
+                                        uint32_t delivered)
+{
+    if (side_of(conns)->no_push) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    fpeer(peer)->twin->fb_word = delivered;
+    return UCS_OK;
+}
+
 static void fake_ring_free(uct_specrdv_conns_t *conns, unsigned ring)
 {
     side_t *s = side_of(conns);
@@ -271,19 +291,21 @@ static unsigned fake_poll_fallback(uct_specrdv_conns_t *conns)
 }
 
 static const uct_specrdv_wire_ops_t fake_ops = {
-    .connect       = fake_connect,
-    .ring_request  = fake_ring_request,
-    .ring_credits  = fake_ring_credits,
-    .ring_write    = fake_ring_write,
-    .fb_reserve    = fake_fb_reserve,
-    .fb_post       = fake_fb_post,
-    .fb_can_send   = fake_fb_can_send,
-    .credit_push   = fake_credit_push,
-    .ring_release  = fake_ring_release,
-    .peer_alive    = fake_peer_alive,
-    .ring_free     = fake_ring_free,
-    .rx_ctrl       = fake_rx_ctrl,
-    .poll_fallback = fake_poll_fallback
+    .connect        = fake_connect,
+    .ring_request   = fake_ring_request,
+    .ring_credits   = fake_ring_credits,
+    .ring_write     = fake_ring_write,
+    .fb_reserve     = fake_fb_reserve,
+    .fb_post        = fake_fb_post,
+    .fb_can_send    = fake_fb_can_send,
+    .fb_credits     = fake_fb_credits,
+    .fb_credit_push = fake_fb_credit_push,
+    .credit_push    = fake_credit_push,
+    .ring_release   = fake_ring_release,
+    .peer_alive     = fake_peer_alive,
+    .ring_free      = fake_ring_free,
+    .rx_ctrl        = fake_rx_ctrl,
+    .poll_fallback  = fake_poll_fallback
 };
 
 static ucs_status_t fake_deliver(uct_specrdv_conns_t *conns,
@@ -316,7 +338,7 @@ static void fake_failed(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
 
 
 static side_t *side_new(unsigned num_rings, unsigned ring_after,
-                        unsigned credit_update)
+                        unsigned credit_update, unsigned fb_window)
 {
     side_t *s                         = calloc(1, sizeof(*s));
     uct_specrdv_conns_params_t params = {
@@ -329,7 +351,8 @@ static side_t *side_new(unsigned num_rings, unsigned ring_after,
         .num_rings     = num_rings,
         .ring_after    = ring_after,
         .credit_update = credit_update,
-        .ring_am_flags = UCT_CB_PARAM_FLAG_DESC
+        .ring_am_flags = UCT_CB_PARAM_FLAG_DESC,
+        .fb_window     = fb_window
     };
 
     assert_non_null(s);
@@ -377,18 +400,25 @@ typedef struct {
     fpeer_t pa, pb, pc, pbc;
 } trio_t;
 
-static trio_t *trio_new(unsigned num_rings, unsigned ring_after,
-                        unsigned credit_update)
+static trio_t *trio_new_window(unsigned num_rings, unsigned ring_after,
+                               unsigned credit_update, unsigned fb_window)
 {
     trio_t *t = calloc(1, sizeof(*t));
 
     assert_non_null(t);
-    t->a = side_new(num_rings, ring_after, credit_update);
-    t->b = side_new(num_rings, ring_after, credit_update);
-    t->c = side_new(num_rings, ring_after, credit_update);
+    t->a = side_new(num_rings, ring_after, credit_update, fb_window);
+    t->b = side_new(num_rings, ring_after, credit_update, fb_window);
+    t->c = side_new(num_rings, ring_after, credit_update, fb_window);
     link_peers(t->a, &t->pa, t->b, &t->pb, 1);
     link_peers(t->c, &t->pc, t->b, &t->pbc, 2);
     return t;
+}
+
+/* Whose fallback channel bounds each sender itself, as the shm writer's */
+static trio_t *trio_new(unsigned num_rings, unsigned ring_after,
+                        unsigned credit_update)
+{
+    return trio_new_window(num_rings, ring_after, credit_update, 0);
 }
 
 static void trio_free(trio_t *t)
@@ -878,6 +908,56 @@ static void test_corrupt_fallback_fails_one_peer(void **state)
     trio_free(t);
 }
 
+/* With a fallback window, a sender has at most that many fallback messages
+ * the receiver has not delivered, whatever room the channel has; delivery
+ * returns them every half window, and a push that finds no room is made at
+ * a later progress call, or the sender would wait for ever */
+static void test_fallback_window(void **state)
+{
+    trio_t *t = trio_new_window(1, 1000, 2, 4);
+    side_t *a = t->a, *b = t->b, *c = t->c;
+    fpeer_t *pa = &t->pa, *pc = &t->pc;
+    uint32_t seq;
+
+    for (seq = 0; seq < 4; ++seq) {
+        assert_true(send_msg(a, pa, seq));
+    }
+    assert_false(send_msg(a, pa, seq));
+    assert_false(uct_specrdv_peer_can_send(&a->conns, &pa->super));
+    assert_int_equal(CNT(a, TX_FB_NO_CREDITS), 1);
+    assert_int_equal(b->fb_tail - b->fb_head, 4);   /* of FB_CAP */
+    assert_true(send_msg(c, pc, 0));                 /* a window per sender */
+
+    b->no_push = 1;
+    while (progress(b) > 0) {
+    }
+    progress(b);
+    assert_int_equal(b->nlog, 5);
+    assert_int_equal(CNT(b, FB_CREDIT_UPDATES), 0);
+    assert_false(send_msg(a, pa, seq));
+
+    b->no_push = 0;
+    progress(b);
+    assert_int_equal(CNT(b, FB_CREDIT_UPDATES), 1);
+    assert_int_equal(pa->fb_word, 4);
+    for (; seq < 8; ++seq) {
+        assert_true(send_msg(a, pa, seq));
+    }
+    assert_false(send_msg(a, pa, seq));
+
+    while (progress(b) > 0) {
+    }
+    assert_int_equal(CNT(b, FB_CREDIT_UPDATES), 3);  /* at 6 and at 8 */
+    assert_int_equal(pa->fb_word, 8);
+    assert_true(send_msg(a, pa, seq++));
+    while (progress(b) > 0) {
+    }
+    check_delivered(b, pa, 0, seq);
+    check_delivered(b, pc, 0, 1);
+    assert_null(b->failed);
+    trio_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -891,6 +971,7 @@ int main(void)
         cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),
+        cmocka_unit_test(test_fallback_window),
     };
 
     return cmocka_run_group_tests_name("specrdv_conn", tests, NULL, NULL);

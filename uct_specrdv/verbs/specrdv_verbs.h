@@ -50,6 +50,7 @@ typedef struct uct_specrdv_verbs_config {
     unsigned                 tx_queue_len;
     unsigned                 rx_queue_len;
     unsigned                 fb_bufs;
+    unsigned                 fb_window;
     unsigned                 max_peers;
     unsigned                 max_inline;
     unsigned                 gid_index;
@@ -78,12 +79,15 @@ typedef struct uct_specrdv_verbs_iface_addr {
 
 
 /* Where a sender learns the answer to its ring request and its credits; the
- * receiver writes them, the sender reads them locally.  Each carries a count
- * in its upper half (ring requests answered, rings granted), so an answer or
- * a credit for an earlier ring is never taken for the current one. */
+ * receiver writes them, the sender reads them locally.  The ring's two carry
+ * a count in their upper half (ring requests answered, rings granted), so an
+ * answer or a credit for an earlier ring is never taken for the current
+ * one; the fallback count only grows, and RC places the writes to it in
+ * order. */
 typedef struct uct_specrdv_verbs_word {
     volatile uint32_t        answer;     /* answers << 16 | ring or REFUSED */
     volatile uint32_t        credits;    /* epoch << 16 | receiver's tail */
+    volatile uint32_t        fb_delivered; /* our fallback messages delivered */
 } uct_specrdv_verbs_word_t;
 
 #define UCT_SPECRDV_VERBS_REFUSED    0xffff

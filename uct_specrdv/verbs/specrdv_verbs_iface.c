@@ -39,6 +39,14 @@ ucs_config_field_t uct_specrdv_verbs_config_table[] = {
      "least 2.",
      ucs_offsetof(uct_specrdv_verbs_config_t, fb_bufs), UCS_CONFIG_TYPE_UINT},
 
+    {"VERBS_FB_WINDOW", "32",
+     "Fallback messages a peer may have sent that this side has not yet\n"
+     "delivered: its share of the receive buffers (RX_QUEUE_LEN). Between 2\n"
+     "and RX_QUEUE_LEN; with more busy peers than RX_QUEUE_LEN / FB_WINDOW,\n"
+     "RC's receiver-not-ready retry paces them.",
+     ucs_offsetof(uct_specrdv_verbs_config_t, fb_window),
+     UCS_CONFIG_TYPE_UINT},
+
     {"VERBS_MAX_PEERS", "256",
      "Most interfaces that can connect to one interface.",
      ucs_offsetof(uct_specrdv_verbs_config_t, max_peers),
@@ -312,10 +320,12 @@ uct_specrdv_verbs_iface_check_config(const uct_specrdv_verbs_config_t *config)
                                  UCT_SPECRDV_VERBS_TX_RESERVE) ||
         (config->rx_queue_len == 0) || (config->max_peers == 0) ||
         (config->max_peers > UINT16_MAX) || (config->max_inline < 8) ||
-        (config->wireup_polls == 0) || (config->retry_count > 7)) {
+        (config->wireup_polls == 0) || (config->retry_count > 7) ||
+        (config->fb_window < 2) || (config->fb_window > config->rx_queue_len)) {
         ucs_error("specrdv: invalid UCX_SPECRDV_VERBS_* value: TX_QUEUE_LEN "
                   "> FB_BUFS + %u, RX_QUEUE_LEN > 0, MAX_PEERS <= %u, "
-                  "WIREUP_POLLS > 0, MAX_INLINE >= 8, RETRY_COUNT <= 7",
+                  "WIREUP_POLLS > 0, MAX_INLINE >= 8, RETRY_COUNT <= 7, "
+                  "2 <= FB_WINDOW <= RX_QUEUE_LEN",
                   UCT_SPECRDV_VERBS_TX_RESERVE, UINT16_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -472,8 +482,8 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
     UCS_CLASS_CALL_SUPER_INIT(uct_specrdv_iface_t,
                               &uct_specrdv_verbs_iface_tl_ops,
                               &uct_specrdv_verbs_iface_internal_ops,
-                              &uct_specrdv_verbs_wire_ops, tl_md, worker,
-                              params, tl_config);
+                              &uct_specrdv_verbs_wire_ops, config->fb_window,
+                              tl_md, worker, params, tl_config);
 
     /* what a failed open releases is what it got */
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,

@@ -104,6 +104,7 @@ ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
     ucs_queue_head_init(&peer->comps);
     iface->words[id].answer       = 0;
     iface->words[id].credits      = 0;
+    iface->words[id].fb_delivered = 0;
     iface->by_id[id]              = peer;
     uct_specrdv_peer_init(&iface->super.conns, &peer->super);
     snprintf(peer->super.name, sizeof(peer->super.name), "%s:%u", ip,
@@ -515,7 +516,7 @@ static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
         }
     }
 
-    if (uct_specrdv_verbs_fb_reserve(conns, generic, &tx) != UCS_OK) {
+    if (uct_specrdv_peer_fb_reserve(conns, generic, &tx) != UCS_OK) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -553,6 +554,24 @@ static void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
                 ((uint32_t)generic->rx_epoch << 16) | tail) != UCS_OK) {
         ucs_debug("specrdv: no room to return credits to %s", generic->name);
     }
+}
+
+static uint32_t uct_specrdv_verbs_fb_credits(uct_specrdv_conns_t *conns,
+                                             uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+
+    return iface->words[uct_specrdv_verbs_peer(generic)->local_id].fb_delivered;
+}
+
+static ucs_status_t uct_specrdv_verbs_fb_credit_push(uct_specrdv_conns_t *conns,
+                                                     uct_specrdv_peer_t *generic,
+                                                     uint32_t delivered)
+{
+    return uct_specrdv_verbs_peer_write_word(
+            uct_specrdv_verbs_conns_iface(conns),
+            uct_specrdv_verbs_peer(generic),
+            ucs_offsetof(uct_specrdv_verbs_word_t, fb_delivered), delivered);
 }
 
 static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
@@ -769,20 +788,22 @@ static unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
 }
 
 const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops = {
-    .connect       = uct_specrdv_verbs_connect,
-    .tx_room       = uct_specrdv_verbs_tx_room,
-    .ring_request  = uct_specrdv_verbs_ring_request,
-    .ring_credits  = uct_specrdv_verbs_ring_credits,
-    .ring_write    = uct_specrdv_verbs_ring_write,
-    .fb_reserve    = uct_specrdv_verbs_fb_reserve,
-    .fb_post       = uct_specrdv_verbs_fb_post,
-    .fb_can_send   = uct_specrdv_verbs_fb_can_send,
-    .credit_push   = uct_specrdv_verbs_credit_push,
-    .ring_release  = uct_specrdv_verbs_ring_release,
-    .peer_alive    = uct_specrdv_verbs_peer_alive,
-    .ring_free     = uct_specrdv_verbs_ring_free,
-    .rx_ctrl       = uct_specrdv_verbs_rx_ctrl,
-    .poll_fallback = uct_specrdv_verbs_poll_recv
+    .connect        = uct_specrdv_verbs_connect,
+    .tx_room        = uct_specrdv_verbs_tx_room,
+    .ring_request   = uct_specrdv_verbs_ring_request,
+    .ring_credits   = uct_specrdv_verbs_ring_credits,
+    .ring_write     = uct_specrdv_verbs_ring_write,
+    .fb_reserve     = uct_specrdv_verbs_fb_reserve,
+    .fb_post        = uct_specrdv_verbs_fb_post,
+    .fb_can_send    = uct_specrdv_verbs_fb_can_send,
+    .fb_credits     = uct_specrdv_verbs_fb_credits,
+    .fb_credit_push = uct_specrdv_verbs_fb_credit_push,
+    .credit_push    = uct_specrdv_verbs_credit_push,
+    .ring_release   = uct_specrdv_verbs_ring_release,
+    .peer_alive     = uct_specrdv_verbs_peer_alive,
+    .ring_free      = uct_specrdv_verbs_ring_free,
+    .rx_ctrl        = uct_specrdv_verbs_rx_ctrl,
+    .poll_fallback  = uct_specrdv_verbs_poll_recv
 };
 
 /* Send DISCONNECT and wait a while for it to leave: it tells the peer that
@@ -794,10 +815,18 @@ static void uct_specrdv_verbs_peer_disconnect(uct_specrdv_verbs_iface_t *iface,
     uct_specrdv_tx_t tx;
 
     if ((peer->tx_qp == NULL) || peer->remote_closed ||
-        (peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
-        (uct_specrdv_verbs_fb_reserve(&iface->super.conns, &peer->super,
-                                      &tx) != UCS_OK)) {
+        (peer->super.flags & UCT_SPECRDV_PEER_FAILED)) {
         return;
+    }
+
+    /* its room may come with a completion or with the peer's credits */
+    while (uct_specrdv_peer_fb_reserve(&iface->super.conns, &peer->super,
+                                       &tx) != UCS_OK) {
+        if ((peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
+            (ucs_get_time() >= deadline)) {
+            return;
+        }
+        uct_specrdv_verbs_poll_send(iface);
     }
 
     tx.ring = 0;
