@@ -192,10 +192,15 @@ bench-spec: build
 	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock --plot %
 	@cat $(RESULTS)/spec.md
 
+MPI_BENCH = $(BUILD_DIR)/test/perf/mpi_bench
+$(MPI_BENCH): $(REPO)/perf/mpi_bench.c
+	@mkdir -p $(@D)
+	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
+
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
-	@mkdir -p $(BUILD_DIR)/test/perf
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
 	    -w $(BUILD_DIR)/test/perf -t 2400 \
 	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \

@@ -1,0 +1,212 @@
+/**
+ * ucx-spec: MPI ping-pong latency and windowed streaming bandwidth between
+ * two ranks, as an MPI user measures a transport (OSU's osu_latency and
+ * osu_bw do the same two things).
+ *
+ *   lat: rank 0 sends SIZE bytes, rank 1 sends them back; half the round
+ *        trip, in microseconds
+ *   bw:  rank 0 posts WINDOW sends of SIZE bytes, rank 1 WINDOW receives,
+ *        then rank 1 answers with 4 bytes; bytes sent over time, in MB/s
+ *
+ * Every size gets a few untimed iterations first, and as many timed ones as
+ * fit in a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
+ * MIN_ITERS.  The buffers are filled with a
+ * pattern and the last message received is checked: a transport that
+ * delivers the wrong bytes fails the run instead of reporting a figure.
+ *
+ * usage: mpi_bench lat|bw SIZE[,SIZE...] [WINDOW]
+ * output, rank 0: "<test> <size> <value> <unit>" per size
+ *
+ * See file LICENSE for terms.
+ */
+
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#define MIN_ITERS      3
+#define MAX_ITERS      10000
+#define WARMUP         2
+#define MAX_SIZES      64
+#define DEFAULT_WINDOW 64
+
+
+static size_t byte_budget = 64ul << 20;
+
+static unsigned iterations(size_t size, unsigned per_iter)
+{
+    size_t n = byte_budget / ((size ? size : 1) * per_iter);
+
+    return (n < MIN_ITERS) ? MIN_ITERS : (n > MAX_ITERS) ? MAX_ITERS :
+                                                           (unsigned)n;
+}
+
+static void fill(uint8_t *buf, size_t size, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        buf[i] = (uint8_t)(seed * 31 + i * 7 + 1);
+    }
+}
+
+static void check(const uint8_t *buf, size_t size, unsigned seed,
+                  const char *what)
+{
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        if (buf[i] != (uint8_t)(seed * 31 + i * 7 + 1)) {
+            fprintf(stderr, "mpi_bench: %s of %zu bytes: byte %zu is wrong\n",
+                    what, size, i);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+}
+
+static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size)
+{
+    unsigned n = iterations(size, 2);
+    double t0  = 0;
+    unsigned i;
+
+    fill(sbuf, size, 1);
+    for (i = 0; i < WARMUP + n; ++i) {
+        if (i == WARMUP) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        if (rank == 0) {
+            MPI_Send(sbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+
+    check(rbuf, size, 1, "ping-pong message");
+    return (MPI_Wtime() - t0) * 1e6 / (2.0 * n);
+}
+
+static double stream(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size,
+                     unsigned window, MPI_Request *reqs)
+{
+    unsigned n = iterations(size, window);
+    double t0  = 0;
+    uint32_t ack;
+    unsigned i, w;
+
+    fill(sbuf, size, 2);
+    for (i = 0; i < WARMUP + n; ++i) {
+        if (i == WARMUP) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        for (w = 0; w < window; ++w) {
+            if (rank == 0) {
+                MPI_Isend(sbuf, size, MPI_BYTE, 1, 2, MPI_COMM_WORLD,
+                          &reqs[w]);
+            } else {
+                MPI_Irecv(rbuf + (size_t)w * size, size, MPI_BYTE, 0, 2,
+                          MPI_COMM_WORLD, &reqs[w]);
+            }
+        }
+        MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
+        if (rank == 0) {
+            MPI_Recv(&ack, sizeof(ack), MPI_BYTE, 1, 3, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            MPI_Send(&ack, sizeof(ack), MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        }
+    }
+
+    if (rank == 1) {
+        for (w = 0; w < window; ++w) {
+            check(rbuf + (size_t)w * size, size, 2, "streamed message");
+        }
+    }
+    return (double)size * window * n / ((MPI_Wtime() - t0) * 1e6);
+}
+
+int main(int argc, char **argv)
+{
+    size_t sizes[MAX_SIZES], max_size = 0;
+    unsigned num_sizes = 0, window = DEFAULT_WINDOW, i;
+    int rank, nranks, is_lat;
+    MPI_Request *reqs;
+    uint8_t *sbuf, *rbuf;
+    char *list, *tok;
+    double value;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+    if ((argc < 3) || (nranks != 2) ||
+        (strcmp(argv[1], "lat") && strcmp(argv[1], "bw"))) {
+        if (rank == 0) {
+            fprintf(stderr, "usage: mpirun -np 2 mpi_bench lat|bw "
+                            "SIZE[,SIZE...] [WINDOW]\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+
+    is_lat = !strcmp(argv[1], "lat");
+    if (getenv("MPI_BENCH_BYTES") != NULL) {
+        byte_budget = strtoul(getenv("MPI_BENCH_BYTES"), NULL, 0);
+    }
+    if (argc > 3) {
+        window = (unsigned)atoi(argv[3]);
+    }
+
+    list = strdup(argv[2]);
+    for (tok = strtok(list, ","); (tok != NULL) && (num_sizes < MAX_SIZES);
+         tok = strtok(NULL, ",")) {
+        sizes[num_sizes] = strtoul(tok, NULL, 0);
+        if (sizes[num_sizes] > max_size) {
+            max_size = sizes[num_sizes];
+        }
+        ++num_sizes;
+    }
+    free(list);
+
+    if ((window == 0) || (num_sizes == 0)) {
+        if (rank == 0) {
+            fprintf(stderr, "mpi_bench: no sizes, or a window of 0\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+
+    sbuf = malloc(max_size ? max_size : 1);
+    rbuf = malloc((max_size ? max_size : 1) * (is_lat ? 1 : window));
+    reqs = calloc(window, sizeof(*reqs));
+    if ((sbuf == NULL) || (rbuf == NULL) || (reqs == NULL)) {
+        fprintf(stderr, "mpi_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    for (i = 0; i < num_sizes; ++i) {
+        value = is_lat ? pingpong(rank, sbuf, rbuf, sizes[i]) :
+                         stream(rank, sbuf, rbuf, sizes[i], window, reqs);
+        if (rank == 0) {
+            printf("%s %zu %.3f %s\n", is_lat ? "mpi_lat" : "mpi_bw",
+                   sizes[i], value, is_lat ? "usec" : "MB/s");
+            fflush(stdout);
+        }
+    }
+
+    free(reqs);
+    free(rbuf);
+    free(sbuf);
+    MPI_Finalize();
+    return 0;
+}
