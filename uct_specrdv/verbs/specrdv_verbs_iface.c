@@ -41,7 +41,7 @@ ucs_config_field_t uct_specrdv_verbs_config_table[] = {
 
     {"VERBS_FB_WINDOW", "32",
      "Fallback messages a peer may have sent that this side has not yet\n"
-     "delivered: its share of the receive buffers (RX_QUEUE_LEN). Between 2\n"
+     "delivered: its share of the receive buffers (RX_QUEUE_LEN). Between 1\n"
      "and RX_QUEUE_LEN; with more busy peers than RX_QUEUE_LEN / FB_WINDOW,\n"
      "RC's receiver-not-ready retry paces them.",
      ucs_offsetof(uct_specrdv_verbs_config_t, fb_window),
@@ -321,11 +321,11 @@ uct_specrdv_verbs_iface_check_config(const uct_specrdv_verbs_config_t *config)
         (config->rx_queue_len == 0) || (config->max_peers == 0) ||
         (config->max_peers > UINT16_MAX) || (config->max_inline < 8) ||
         (config->wireup_polls == 0) || (config->retry_count > 7) ||
-        (config->fb_window < 2) || (config->fb_window > config->rx_queue_len)) {
+        (config->fb_window == 0) || (config->fb_window > config->rx_queue_len)) {
         ucs_error("specrdv: invalid UCX_SPECRDV_VERBS_* value: TX_QUEUE_LEN "
                   "> FB_BUFS + %u, RX_QUEUE_LEN > 0, MAX_PEERS <= %u, "
                   "WIREUP_POLLS > 0, MAX_INLINE >= 8, RETRY_COUNT <= 7, "
-                  "2 <= FB_WINDOW <= RX_QUEUE_LEN",
+                  "1 <= FB_WINDOW <= RX_QUEUE_LEN",
                   UCT_SPECRDV_VERBS_TX_RESERVE, UINT16_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
