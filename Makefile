@@ -136,7 +136,12 @@ RDMA_GTEST_FILTER = specrdv/*-specrdv/test_uct_perf.*:specrdv/test_uct_loopback.
 
 RDMA_MPI = $(BUILD_DIR)/test/rdma-mpi
 RDMA_MPI_PROGS = $(addprefix $(RDMA_MPI)/,pingpong_verify spec_stress \
-                   alltoall_verify pingpong_verify.mpich)
+                   alltoall_verify pingpong_verify.mpich ucp_fanin)
+# a UCP program: it loads whichever UCX LD_LIBRARY_PATH names
+$(RDMA_MPI)/ucp_fanin: $(REPO)/test/rdma/ucp_fanin.c $(BUILD_DIR)/.install-key
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Werror -I$(PREFIX)/include -o $@ $< -L$(PREFIX)/lib \
+	    -lucp -lucs
 $(RDMA_MPI)/%: $(REPO)/test/mpi/%.c
 	@mkdir -p $(@D)
 	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
