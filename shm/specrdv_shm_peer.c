@@ -368,7 +368,7 @@ static unsigned uct_specrdv_shm_poll_fifo(uct_specrdv_conns_t *conns)
             }
         } else if (uct_specrdv_conns_rx_fallback(conns, &peer->super,
                                                  &elem->hdr, elem + 1,
-                                                 max_payload, 0) ==
+                                                 max_payload) ==
                    UCT_SPECRDV_RX_HELD) {
             break;
         }

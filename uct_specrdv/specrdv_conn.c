@@ -42,7 +42,6 @@ ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
     conns->num_rings     = params->num_rings;
     conns->ring_after    = params->ring_after;
     conns->credit_update = params->credit_update;
-    conns->ring_am_flags = params->ring_am_flags;
     conns->fb_window     = params->fb_window;
     ucs_list_head_init(&conns->peers);
 
@@ -50,10 +49,7 @@ ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
                                  "specrdv_rx_rings");
     conns->poll_set = ucs_calloc(params->num_rings, sizeof(*conns->poll_set),
                                  "specrdv_poll_set");
-    conns->released = ucs_calloc(params->num_rings, params->geom.num_slots,
-                                 "specrdv_released");
-    if ((conns->rings == NULL) || (conns->poll_set == NULL) ||
-        (conns->released == NULL)) {
+    if ((conns->rings == NULL) || (conns->poll_set == NULL)) {
         uct_specrdv_conns_cleanup(conns);
         return UCS_ERR_NO_MEMORY;
     }
@@ -63,7 +59,6 @@ ucs_status_t uct_specrdv_conns_init(uct_specrdv_conns_t *conns,
 
 void uct_specrdv_conns_cleanup(uct_specrdv_conns_t *conns)
 {
-    ucs_free(conns->released);
     ucs_free(conns->poll_set);
     ucs_free(conns->rings);
 }
@@ -417,11 +412,8 @@ ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
 
     uct_specrdv_ring_rx_init(&conns->rings[index].rx,
                              conns->rx_base + index * conns->ring_bytes,
-                             conns->released +
-                             (size_t)index * conns->geom.num_slots,
                              &conns->geom);
     conns->rings[index].peer             = peer;
-    conns->rings[index].closing          = 0;
     conns->rings[index].recent           = 0;
     peer->rx_ring                        = index;
     ++peer->rx_epoch;
@@ -430,14 +422,18 @@ ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
     return UCS_OK;
 }
 
-/* Return a closing ring to the writer if none of its slots is still held */
-static void uct_specrdv_conns_rx_ring_reclaim(uct_specrdv_conns_t *conns,
-                                              unsigned index)
+void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
+                                     uct_specrdv_peer_t *peer)
 {
-    uct_specrdv_rx_ring_t *ring = &conns->rings[index];
+    unsigned index = peer->rx_ring;
 
-    if (!ring->closing || !uct_specrdv_ring_rx_is_idle(&ring->rx)) {
-        return;
+    /* Never from inside a delivery: a consumed slot is released before the
+     * next poll of any channel */
+    ucs_assert(conns->rings[index].rx.tail == conns->rings[index].rx.head);
+    uct_specrdv_conns_poll_set_remove(conns, index);
+    peer->rx_ring = -1;
+    if (conns->revoking == peer) {
+        conns->revoking = NULL;
     }
 
     /* The next sender starts from a blank mirror of the ring: the ring must
@@ -445,23 +441,8 @@ static void uct_specrdv_conns_rx_ring_reclaim(uct_specrdv_conns_t *conns,
      * look whole */
     memset(conns->rx_base + index * conns->ring_bytes, 0,
            conns->geom.num_slots * conns->geom.slot_size);
-    ring->peer    = NULL;
-    ring->closing = 0;
+    conns->rings[index].peer = NULL;
     conns->ops->ring_free(conns, index);
-}
-
-void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
-                                     uct_specrdv_peer_t *peer)
-{
-    unsigned index = peer->rx_ring;
-
-    uct_specrdv_conns_poll_set_remove(conns, index);
-    peer->rx_ring               = -1;
-    conns->rings[index].closing = 1;
-    if (conns->revoking == peer) {
-        conns->revoking = NULL;
-    }
-    uct_specrdv_conns_rx_ring_reclaim(conns, index);
 }
 
 void uct_specrdv_conns_peer_gone(uct_specrdv_conns_t *conns,
@@ -471,22 +452,9 @@ void uct_specrdv_conns_peer_gone(uct_specrdv_conns_t *conns,
     uct_specrdv_peer_fail(conns, peer, UCS_ERR_CONNECTION_RESET);
     if (peer->rx_ring >= 0) {
         /* Nobody writes it any more, so unlike a broken peer's, this ring
-         * can go back to the writer once its slots are released */
+         * can go back to the writer */
         uct_specrdv_conns_rx_ring_close(conns, peer);
         UCT_SPECRDV_CONNS_STAT(conns, RING_RECLAIMED);
-    }
-}
-
-void uct_specrdv_conns_rx_release(uct_specrdv_conns_t *conns, void *slot_byte)
-{
-    size_t offset               = UCS_PTR_BYTE_DIFF(conns->rx_base, slot_byte);
-    unsigned index              = offset / conns->ring_bytes;
-    uct_specrdv_rx_ring_t *ring = &conns->rings[index];
-
-    uct_specrdv_ring_rx_release(&ring->rx, (offset % conns->ring_bytes) /
-                                           conns->geom.slot_size);
-    if (ucs_unlikely(ring->closing)) {
-        uct_specrdv_conns_rx_ring_reclaim(conns, index);
     }
 }
 
@@ -565,11 +533,10 @@ static void uct_specrdv_conns_rx_conn_ctrl(uct_specrdv_conns_t *conns,
     uct_specrdv_peer_fail(conns, peer, UCS_ERR_IO_ERROR);
 }
 
-/* Deliver one in-order message; UCS_INPROGRESS when the user keeps it */
-static UCS_F_ALWAYS_INLINE ucs_status_t
+/* Deliver one in-order message */
+static UCS_F_ALWAYS_INLINE void
 uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
-                          const uct_specrdv_hdr_t *hdr, void *payload,
-                          unsigned am_flags)
+                          const uct_specrdv_hdr_t *hdr, void *payload)
 {
     /* A message sent before the receiver opened our ring counts the slots
      * of the one it took back: it may arrive after we obtained this one */
@@ -585,10 +552,10 @@ uct_specrdv_conns_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
         } else {
             conns->ops->rx_ctrl(conns, peer, hdr, payload);
         }
-        return UCS_OK;
+        return;
     }
 
-    return conns->deliver(conns, peer, hdr, payload, am_flags);
+    conns->deliver(conns, peer, hdr, payload);
 }
 
 static unsigned uct_specrdv_conns_poll_ring(uct_specrdv_conns_t *conns,
@@ -599,7 +566,6 @@ static unsigned uct_specrdv_conns_poll_ring(uct_specrdv_conns_t *conns,
     unsigned count              = 0;
     uct_specrdv_hdr_t *hdr;
     ucs_status_t status;
-    uint32_t slot;
     int order;
 
     while (count < UCT_SPECRDV_RX_BATCH) {
@@ -633,14 +599,11 @@ static unsigned uct_specrdv_conns_poll_ring(uct_specrdv_conns_t *conns,
             break;
         }
 
-        slot   = uct_specrdv_ring_rx_consume(&ring->rx);
-        status = uct_specrdv_conns_deliver(
-                conns, peer, hdr,
-                UCS_PTR_BYTE_OFFSET(hdr, conns->geom.payload_offset),
-                conns->ring_am_flags);
-        if (status != UCS_INPROGRESS) {
-            uct_specrdv_ring_rx_release(&ring->rx, slot);
-        }
+        uct_specrdv_ring_rx_consume(&ring->rx);
+        uct_specrdv_conns_deliver(conns, peer, hdr,
+                                  UCS_PTR_BYTE_OFFSET(hdr,
+                                                      conns->geom.payload_offset));
+        uct_specrdv_ring_rx_release(&ring->rx);
         ++count;
     }
 
@@ -715,9 +678,8 @@ uct_specrdv_rx_result_t
 uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer,
                               const uct_specrdv_hdr_t *hdr, void *payload,
-                              size_t max_payload, unsigned am_flags)
+                              size_t max_payload)
 {
-    ucs_status_t status;
     int order;
 
     if (ucs_unlikely(peer->flags & UCT_SPECRDV_PEER_FAILED)) {
@@ -743,7 +705,7 @@ uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
     }
 
     ++peer->rx_fb_msgs;
-    status = uct_specrdv_conns_deliver(conns, peer, hdr, payload, am_flags);
+    uct_specrdv_conns_deliver(conns, peer, hdr, payload);
     if ((conns->fb_window != 0) &&
         (++peer->rx_fb_done - peer->rx_fb_pushed >= conns->fb_window / 2) &&
         !(peer->flags & (UCT_SPECRDV_PEER_CREDIT_TX |
@@ -752,6 +714,5 @@ uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
                                        UCT_SPECRDV_PEER_CREDIT_TX);
     }
 
-    return (status == UCS_INPROGRESS) ? UCT_SPECRDV_RX_KEPT :
-                                        UCT_SPECRDV_RX_DONE;
+    return UCT_SPECRDV_RX_DONE;
 }

@@ -14,7 +14,11 @@
  *    where it is, so the channel holding the missing one is never blocked;
  *  - credits: the receiver's tail rides on every message of the reverse
  *    direction, and is pushed explicitly past UCX_SPECRDV_CREDIT_UPDATE
- *    freed slots;
+ *    freed slots; a slot is freed as soon as its message is delivered: the
+ *    user gets no descriptor of it to keep (UCT_CB_PARAM_FLAG_DESC), since
+ *    an application that receives late (an unexpected message an MPI
+ *    program matches much later) would otherwise hold the sender's credits
+ *    and block the ring's hand-back at eviction;
  *  - fallback credits, for a writer whose fallback channel is shared by
  *    every sender and does not bound itself per sender (an SRQ): a sender
  *    has at most fb_window fallback messages the receiver has not yet
@@ -22,7 +26,7 @@
  *    grows, after every fb_window / 2, and retries at progress when the
  *    writer has no room for the push;
  *  - the polling set: rings this side polls, one per admitted peer, opened
- *    when the peer says so, returned to the writer once closed and idle;
+ *    when the peer says so, returned to the writer when closed;
  *  - eviction (ours: neither MVAPICH2 nor Open MPI's openib takes a ring
  *    back): a refused sender says it still wants a ring (RING_WANTED); the
  *    receiver revokes the coldest ring of its set if it carried less than
@@ -156,7 +160,6 @@ typedef struct uct_specrdv_tx {
 typedef struct uct_specrdv_rx_ring {
     uct_specrdv_ring_rx_t rx;
     uct_specrdv_peer_t    *peer;     /* NULL while the writer has it */
-    int                   closing;   /* back to the writer once idle */
     uint32_t              recent;    /* messages since the last eviction check */
 } uct_specrdv_rx_ring_t;
 
@@ -164,7 +167,6 @@ typedef struct uct_specrdv_rx_ring {
 /* What comes of a message offered to uct_specrdv_conns_rx_fallback() */
 typedef enum {
     UCT_SPECRDV_RX_DONE,  /* delivered or dropped: the writer reuses it */
-    UCT_SPECRDV_RX_KEPT,  /* the user keeps the descriptor */
     UCT_SPECRDV_RX_HELD   /* early: offer it again after the rings' turn */
 } uct_specrdv_rx_result_t;
 
@@ -252,13 +254,12 @@ typedef struct uct_specrdv_wire_ops {
 } uct_specrdv_wire_ops_t;
 
 
-/* Upcalls to the interface: an active message to deliver (UCS_INPROGRESS
- * when the user keeps the descriptor), a connection that failed */
-typedef ucs_status_t (*uct_specrdv_deliver_func_t)(uct_specrdv_conns_t *conns,
-                                                   uct_specrdv_peer_t *peer,
-                                                   const uct_specrdv_hdr_t *hdr,
-                                                   void *payload,
-                                                   unsigned am_flags);
+/* Upcalls to the interface: an active message to deliver (the user copies
+ * what it keeps), a connection that failed */
+typedef void (*uct_specrdv_deliver_func_t)(uct_specrdv_conns_t *conns,
+                                           uct_specrdv_peer_t *peer,
+                                           const uct_specrdv_hdr_t *hdr,
+                                           void *payload);
 typedef void (*uct_specrdv_failed_func_t)(uct_specrdv_conns_t *conns,
                                           uct_specrdv_peer_t *peer,
                                           ucs_status_t status);
@@ -272,7 +273,6 @@ typedef struct uct_specrdv_conns_params {
     unsigned                     num_rings;     /* the polling set's bound */
     unsigned                     ring_after;
     unsigned                     credit_update;
-    unsigned                     ring_am_flags; /* with which ring slots go up */
     unsigned                     fb_window;     /* 0: the writer's fallback
                                                    channel bounds each sender */
 } uct_specrdv_conns_params_t;
@@ -285,7 +285,6 @@ struct uct_specrdv_conns {
     uct_specrdv_failed_func_t    failed;
     unsigned                     ring_after;
     unsigned                     credit_update;
-    unsigned                     ring_am_flags;
     unsigned                     fb_window;
     ucs_list_link_t              peers;
     /* receiving: rings at rx_base, ring_bytes apart, set by the writer */
@@ -294,7 +293,6 @@ struct uct_specrdv_conns {
     size_t                       ring_bytes;
     unsigned                     num_rings;
     uct_specrdv_rx_ring_t        *rings;
-    uint8_t                      *released;     /* rings' release bitmaps */
     unsigned                     *poll_set;     /* indexes of open rings */
     unsigned                     poll_count;
     unsigned                     ctrl_pending;  /* peers with PEER_CTRL_TX */
@@ -386,13 +384,10 @@ ucs_status_t uct_specrdv_conns_rx_ring_open(uct_specrdv_conns_t *conns,
                                             uct_specrdv_peer_t *peer,
                                             unsigned index);
 
-/* Receiver: the peer's ring leaves the polling set, and goes back to the
- * writer once none of its slots is held */
+/* Receiver: the peer's ring leaves the polling set and goes back to the
+ * writer, blank */
 void uct_specrdv_conns_rx_ring_close(uct_specrdv_conns_t *conns,
                                      uct_specrdv_peer_t *peer);
-
-/* Receiver: the user released a ring slot it kept (UCT_CB_PARAM_FLAG_DESC) */
-void uct_specrdv_conns_rx_release(uct_specrdv_conns_t *conns, void *slot_byte);
 
 /* Receiver: poll every ring of the polling set; returns messages taken */
 unsigned uct_specrdv_conns_poll_rings(uct_specrdv_conns_t *conns);
@@ -403,6 +398,6 @@ uct_specrdv_rx_result_t
 uct_specrdv_conns_rx_fallback(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer,
                               const uct_specrdv_hdr_t *hdr, void *payload,
-                              size_t max_payload, unsigned am_flags);
+                              size_t max_payload);
 
 #endif

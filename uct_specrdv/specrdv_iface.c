@@ -132,24 +132,20 @@ void uct_specrdv_iface_query(uct_specrdv_iface_t *iface,
     iface_attr->priority               = 0;
 }
 
-static ucs_status_t
-uct_specrdv_iface_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
-                          const uct_specrdv_hdr_t *hdr, void *payload,
-                          unsigned am_flags)
+/* Without UCT_CB_PARAM_FLAG_DESC (uct_iface_invoke_am asserts the user
+ * does not keep it): the user copies what it keeps, and the slot goes back
+ * to the sender at once */
+static void uct_specrdv_iface_deliver(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *peer,
+                                      const uct_specrdv_hdr_t *hdr,
+                                      void *payload)
 {
     uct_specrdv_iface_t *iface = ucs_container_of(conns, uct_specrdv_iface_t,
                                                   conns);
 
-    if (am_flags & UCT_CB_PARAM_FLAG_DESC) {
-        uct_recv_desc(UCS_PTR_BYTE_OFFSET(payload,
-                                          -(ptrdiff_t)iface->rx_headroom)) =
-                &iface->release_desc;
-    }
-
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, hdr->am_id,
                        payload, hdr->length, "RX: AM psn %u", hdr->psn);
-    return uct_iface_invoke_am(&iface->super, hdr->am_id, payload, hdr->length,
-                               am_flags);
+    uct_iface_invoke_am(&iface->super, hdr->am_id, payload, hdr->length, 0);
 }
 
 static void uct_specrdv_iface_peer_failed(uct_specrdv_conns_t *conns,
@@ -163,14 +159,6 @@ static void uct_specrdv_iface_peer_failed(uct_specrdv_conns_t *conns,
     ucs_list_for_each(ep, &peer->eps, list) {
         uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
     }
-}
-
-static void uct_specrdv_iface_release_desc(uct_recv_desc_t *self, void *desc)
-{
-    uct_specrdv_iface_t *iface = ucs_container_of(self, uct_specrdv_iface_t,
-                                                  release_desc);
-
-    uct_specrdv_conns_rx_release(&iface->conns, desc);
 }
 
 unsigned uct_specrdv_iface_progress(uct_iface_h tl_iface)
@@ -208,11 +196,11 @@ ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
     return UCS_OK;
 }
 
-/* A kept ring slot is the user's descriptor only where it has the alignment
- * the user asked for; elsewhere the user copies the data out */
+/* No slot is ever the user's descriptor, so the alignment asked for is never
+ * applied; a request UCT calls invalid is refused all the same */
 static ucs_status_t
-uct_specrdv_iface_ring_am_flags(const uct_iface_params_t *params,
-                                size_t slot_size, unsigned *am_flags_p)
+uct_specrdv_iface_check_am_alignment(const uct_iface_params_t *params,
+                                     size_t slot_size)
 {
     size_t align, align_offset;
     ucs_status_t status;
@@ -231,9 +219,6 @@ uct_specrdv_iface_ring_am_flags(const uct_iface_params_t *params,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    *am_flags_p = ((align <= UCS_SYS_CACHE_LINE_SIZE) &&
-                   ((UCT_SPECRDV_PAYLOAD_OFFSET + align_offset) % align == 0)) ?
-                  UCT_CB_PARAM_FLAG_DESC : 0;
     return UCS_OK;
 }
 
@@ -247,7 +232,6 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     const uct_specrdv_iface_config_t *config =
             ucs_derived_of(tl_config, uct_specrdv_iface_config_t);
     uct_specrdv_conns_params_t conns_params;
-    size_t headroom;
     ucs_status_t status;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
@@ -262,14 +246,9 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
         return status;
     }
 
-    headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
-               params->rx_headroom : 0;
-    if (sizeof(uct_specrdv_hdr_t) + sizeof(uct_recv_desc_t*) + headroom >
-        UCT_SPECRDV_PAYLOAD_OFFSET) {
-        ucs_error("specrdv: rx headroom %zu exceeds the %zu bytes a slot "
-                  "reserves", headroom, UCT_SPECRDV_PAYLOAD_OFFSET -
-                  sizeof(uct_specrdv_hdr_t) - sizeof(uct_recv_desc_t*));
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_specrdv_iface_check_am_alignment(params, config->slot_size);
+    if (status != UCS_OK) {
+        return status;
     }
 
     conns_params.ops                 = wire_ops;
@@ -284,12 +263,6 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     conns_params.credit_update       =
             (config->credit_update == UCS_ULUNITS_AUTO) ?
             ucs_max(config->ring_slots / 2, 1) : config->credit_update;
-    status = uct_specrdv_iface_ring_am_flags(params, config->slot_size,
-                                             &conns_params.ring_am_flags);
-    if (status != UCS_OK) {
-        return status;
-    }
-
     UCS_CLASS_CALL_SUPER_INIT(
             uct_base_iface_t, ops, internal_ops, md, worker, params,
             tl_config UCS_STATS_ARG(
@@ -304,9 +277,7 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
 
     self->config.bandwidth = config->bandwidth;
     self->config.report    = config->report;
-    self->rx_headroom      = headroom;
     self->invalidated      = 0;
-    self->release_desc.cb  = uct_specrdv_iface_release_desc;
     ucs_arbiter_init(&self->arbiter);
     return UCS_OK;
 }

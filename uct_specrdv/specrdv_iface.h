@@ -20,10 +20,12 @@
 #include <ucs/sys/math.h>
 
 
-/* Where a slot's payload starts, whoever receives it: room for the header,
- * the receive descriptor and up to 104 bytes of the user's rx headroom (UCP
- * asks for 80).  A fixed offset gives every interface the same maximum
- * message, so what one process may send, any other can receive. */
+/* Where a slot's payload starts, whoever receives it: past the header, on a
+ * cache line.  A fixed offset gives every interface the same maximum
+ * message, so what one process may send, any other can receive.  It once
+ * also held the user's receive descriptor and headroom; a slot is no longer
+ * the user's to keep, and the spare line goes when the slot geometry is
+ * next measured (the medium-message cliff past one slot). */
 #define UCT_SPECRDV_PAYLOAD_OFFSET  (2 * UCS_SYS_CACHE_LINE_SIZE)
 
 /* Smallest slot that holds the payload offset and a cache line of payload */
@@ -54,8 +56,6 @@ typedef struct uct_specrdv_iface {
     uct_base_iface_t         super;
     uct_specrdv_conns_t      conns;
     ucs_arbiter_t            arbiter;
-    uct_recv_desc_t          release_desc;
-    unsigned                 rx_headroom;
     unsigned                 invalidated;   /* endpoints to report */
     /* the ring geometry and the polling set's bound are in conns */
     struct {

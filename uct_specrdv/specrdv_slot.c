@@ -83,7 +83,6 @@ void uct_specrdv_ring_tx_credits_update(uct_specrdv_ring_tx_t *tx,
 }
 
 void uct_specrdv_ring_rx_init(uct_specrdv_ring_rx_t *rx, void *slots,
-                              uint8_t *released,
                               const uct_specrdv_ring_geom_t *geom)
 {
     rx->slots      = slots;
@@ -93,8 +92,6 @@ void uct_specrdv_ring_rx_init(uct_specrdv_ring_rx_t *rx, void *slots,
     rx->head      = 0;
     rx->tail      = 0;
     rx->announced = 0;
-    rx->released  = released;
-    memset(released, 0, geom->num_slots);
 }
 
 ucs_status_t uct_specrdv_hdr_check(const uct_specrdv_hdr_t *hdr,
@@ -157,10 +154,8 @@ ucs_status_t uct_specrdv_ring_rx_peek(uct_specrdv_ring_rx_t *rx,
     return UCS_OK;
 }
 
-uint32_t uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx)
+void uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx)
 {
-    uint32_t index = rx->next_index;
-
     /* Clear now rather than at release: the slot must not look full when the
      * head comes round again, and nothing else writes the head flag */
     ((uct_specrdv_hdr_t*)rx->next)->flag = 0;
@@ -171,23 +166,4 @@ uint32_t uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx)
     } else {
         rx->next      += rx->geom.slot_size;
     }
-    return index;
-}
-
-unsigned uct_specrdv_ring_rx_release(uct_specrdv_ring_rx_t *rx, uint32_t index)
-{
-    unsigned advanced = 0;
-
-    ucs_assert(index < rx->geom.num_slots);
-    ucs_assert(!rx->released[index]);
-    rx->released[index] = 1;
-
-    while ((rx->tail != rx->head) &&
-           rx->released[rx->tail % rx->geom.num_slots]) {
-        rx->released[rx->tail % rx->geom.num_slots] = 0;
-        ++rx->tail;
-        ++advanced;
-    }
-
-    return advanced;
 }

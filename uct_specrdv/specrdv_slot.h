@@ -96,7 +96,6 @@ typedef struct uct_specrdv_ring_rx {
     uint32_t                head;      /* next slot to poll, free-running */
     uint32_t                tail;      /* oldest slot not yet released */
     uint32_t                announced; /* tail the sender was last told */
-    uint8_t                 *released; /* per slot: freed, tail not past it */
 } uct_specrdv_ring_rx_t;
 
 
@@ -154,7 +153,6 @@ void uct_specrdv_ring_tx_credits_update(uct_specrdv_ring_tx_t *tx,
 
 
 void uct_specrdv_ring_rx_init(uct_specrdv_ring_rx_t *rx, void *slots,
-                              uint8_t *released,
                               const uct_specrdv_ring_geom_t *geom);
 
 /**
@@ -174,12 +172,20 @@ uct_specrdv_ring_rx_ready(const uct_specrdv_ring_rx_t *rx)
     return ((volatile uct_specrdv_hdr_t*)rx->next)->flag != 0;
 }
 
-/* Take the message uct_specrdv_ring_rx_peek() found; returns its slot index */
-uint32_t uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx);
+/* Take the message uct_specrdv_ring_rx_peek() found */
+void uct_specrdv_ring_rx_consume(uct_specrdv_ring_rx_t *rx);
 
-/* Free a consumed slot, in any order; returns how far the tail advanced */
-unsigned uct_specrdv_ring_rx_release(uct_specrdv_ring_rx_t *rx,
-                                     uint32_t index);
+/**
+ * Free the oldest consumed slot once its message was delivered.  Not at
+ * consume: a callback that answers would piggyback a tail that lets the
+ * sender overwrite the slot the callback is still reading.
+ */
+static UCS_F_ALWAYS_INLINE void
+uct_specrdv_ring_rx_release(uct_specrdv_ring_rx_t *rx)
+{
+    ucs_assert(rx->tail != rx->head);
+    ++rx->tail;
+}
 
 /* Tail to piggyback on the next message of the reverse direction */
 static UCS_F_ALWAYS_INLINE uint16_t
@@ -194,13 +200,6 @@ static UCS_F_ALWAYS_INLINE unsigned
 uct_specrdv_ring_rx_credits_pending(const uct_specrdv_ring_rx_t *rx)
 {
     return rx->tail - rx->announced;
-}
-
-/* All consumed slots were released */
-static UCS_F_ALWAYS_INLINE int
-uct_specrdv_ring_rx_is_idle(const uct_specrdv_ring_rx_t *rx)
-{
-    return rx->tail == rx->head;
 }
 
 

@@ -26,17 +26,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uct_specrdv_seq_t conn            = {0};
     uct_specrdv_ring_rx_t rx;
     uct_specrdv_hdr_t *hdr;
-    uint8_t released[SLOTS];
     uint8_t *ring;
     ucs_status_t status;
-    uint32_t index;
     int polls;
 
     /* exactly the ring, so that ASan sees a read past it */
     ring = malloc(SLOTS * SLOT);
     memset(ring, 0, SLOTS * SLOT);
     memcpy(ring, data, (size < SLOTS * SLOT) ? size : SLOTS * SLOT);
-    uct_specrdv_ring_rx_init(&rx, ring, released, &geom);
+    uct_specrdv_ring_rx_init(&rx, ring, &geom);
 
     for (polls = 0; polls < 3 * SLOTS; ++polls) {
         status = uct_specrdv_ring_rx_peek(&rx, &hdr);
@@ -49,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (uct_specrdv_seq_rx_order(&conn, hdr->psn) != 0) {
             break;
         }
-        index = uct_specrdv_ring_rx_consume(&rx);
-        uct_specrdv_ring_rx_release(&rx, index);
+        uct_specrdv_ring_rx_consume(&rx);
+        uct_specrdv_ring_rx_release(&rx);
     }
 
     free(ring);

@@ -78,9 +78,6 @@ struct side {
     int                 defer;             /* ring writes wait for land() */
     pending_write_t     pend[MAX_PEND];
     unsigned            npend;
-    int                 keep;              /* keep ring descriptors */
-    void                *kept[MAX_LOG];
-    unsigned            nkept;
     delivered_t         log[MAX_LOG];
     unsigned            nlog;
     int                 no_push;           /* no room for credit pushes */
@@ -280,8 +277,8 @@ static unsigned fake_poll_fallback(uct_specrdv_conns_t *conns)
     while (s->fb_head != s->fb_tail) {
         elem = &s->fb[s->fb_head % FB_CAP];
         if (uct_specrdv_conns_rx_fallback(conns, &elem->from->twin->super,
-                                          &elem->hdr, elem->payload, MAX_MSG,
-                                          0) == UCT_SPECRDV_RX_HELD) {
+                                          &elem->hdr, elem->payload,
+                                          MAX_MSG) == UCT_SPECRDV_RX_HELD) {
             break;
         }
         ++s->fb_head;
@@ -308,10 +305,8 @@ static const uct_specrdv_wire_ops_t fake_ops = {
     .poll_fallback  = fake_poll_fallback
 };
 
-static ucs_status_t fake_deliver(uct_specrdv_conns_t *conns,
-                                 uct_specrdv_peer_t *peer,
-                                 const uct_specrdv_hdr_t *hdr, void *payload,
-                                 unsigned am_flags)
+static void fake_deliver(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
+                         const uct_specrdv_hdr_t *hdr, void *payload)
 {
     side_t *s = side_of(conns);
     delivered_t *d;
@@ -322,11 +317,6 @@ static ucs_status_t fake_deliver(uct_specrdv_conns_t *conns,
     d->am_id  = hdr->am_id;
     d->length = hdr->length;
     memcpy(d->data, payload, hdr->length);
-    if (s->keep && (am_flags & UCT_CB_PARAM_FLAG_DESC)) {
-        s->kept[s->nkept++] = payload;
-        return UCS_INPROGRESS;
-    }
-    return UCS_OK;
 }
 
 static void fake_failed(uct_specrdv_conns_t *conns, uct_specrdv_peer_t *peer,
@@ -351,7 +341,6 @@ static side_t *side_new(unsigned num_rings, unsigned ring_after,
         .num_rings     = num_rings,
         .ring_after    = ring_after,
         .credit_update = credit_update,
-        .ring_am_flags = UCT_CB_PARAM_FLAG_DESC,
         .fb_window     = fb_window
     };
 
@@ -423,7 +412,6 @@ static trio_t *trio_new(unsigned num_rings, unsigned ring_after,
 
 static void trio_free(trio_t *t)
 {
-    t->b->nkept = 0;
     unlink_peer(t->a, &t->pa);
     unlink_peer(t->c, &t->pc);
     unlink_peer(t->b, &t->pb);
@@ -775,14 +763,14 @@ static void test_stale_tail_of_an_earlier_ring(void **state)
     hdr.epoch   = 0;           /* the ring before this one */
     hdr.psn     = pa->super.seq.rx_esn;
     assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
-                                                   &hdr, payload, MAX_MSG, 0),
+                                                   &hdr, payload, MAX_MSG),
                      UCT_SPECRDV_RX_DONE);
     assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 3);
 
     hdr.epoch = 1;             /* this one's */
     hdr.psn   = pa->super.seq.rx_esn;
     assert_int_equal(uct_specrdv_conns_rx_fallback(&a->conns, &pa->super,
-                                                   &hdr, payload, MAX_MSG, 0),
+                                                   &hdr, payload, MAX_MSG),
                      UCT_SPECRDV_RX_DONE);
     assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS);
     while (progress(t->b) > 0) {
@@ -791,51 +779,8 @@ static void test_stale_tail_of_an_earlier_ring(void **state)
     trio_free(t);
 }
 
-/* Kept descriptors released out of order: the tail, and so the sender's
- * credits, advance only over a released prefix */
-static void test_kept_descriptors(void **state)
-{
-    trio_t *t = trio_new(1, 0, 1);
-    side_t *a = t->a, *b = t->b;
-    fpeer_t *pa = &t->pa;
-    uint32_t seq;
-    unsigned i;
-
-    b->keep = 1;
-    for (seq = 0; seq < SLOTS; ++seq) {
-        assert_true(send_msg(a, pa, seq));
-    }
-    while (progress(b) > 0) {
-    }
-    assert_int_equal(b->nkept, SLOTS);
-    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), 0);
-
-    /* all but the oldest, newest first: the tail stays, no credit returns */
-    for (i = SLOTS - 1; i > 0; --i) {
-        uct_specrdv_conns_rx_release(&b->conns, b->kept[i]);
-        progress(b);
-    }
-    assert_int_equal(CNT(b, CREDIT_UPDATES), 0);
-    assert_true(send_msg(a, pa, seq++));
-    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);
-
-    /* the oldest: the tail passes all four, and the credits go back */
-    uct_specrdv_conns_rx_release(&b->conns, b->kept[0]);
-    progress(b);
-    assert_int_equal(CNT(b, CREDIT_UPDATES), 1);
-    assert_int_equal(b->credit[0], SLOTS);
-    assert_true(send_msg(a, pa, seq++));
-    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);
-    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 1);
-    b->keep = 0;
-    while (progress(b) > 0) {
-    }
-    check_delivered(b, pa, 0, seq);
-    trio_free(t);
-}
-
 /* Credits ride back on a message of the reverse direction, without an
- * explicit update */
+ * explicit update; a slot is free once delivered, the user keeps nothing */
 static void test_credits_piggybacked(void **state)
 {
     trio_t *t = trio_new(1, 0, SLOTS);
@@ -843,19 +788,13 @@ static void test_credits_piggybacked(void **state)
     fpeer_t *pa = &t->pa, *pb = &t->pb;
     uint32_t seq;
 
-    for (seq = 0; seq < SLOTS + 1; ++seq) {
+    for (seq = 0; seq < 2; ++seq) {
         assert_true(send_msg(a, pa, seq));
     }
-    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), 0);
-
-    b->keep = 1;
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS - 2);
     while (progress(b) > 0) {
     }
-    assert_int_equal(b->nlog, SLOTS + 1);
-    assert_int_equal(b->nkept, SLOTS);
-    uct_specrdv_conns_rx_release(&b->conns, b->kept[0]);
-    uct_specrdv_conns_rx_release(&b->conns, b->kept[1]);
-    progress(b);
+    assert_int_equal(b->nlog, 2);
     assert_int_equal(CNT(b, CREDIT_UPDATES), 0);
     assert_int_equal(b->credit[0], 0);
 
@@ -863,15 +802,7 @@ static void test_credits_piggybacked(void **state)
     assert_true(send_msg(b, pb, 100));
     while (progress(a) > 0) {
     }
-    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), 2);
-    assert_true(send_msg(a, pa, seq++));
-    assert_int_equal(CNT(a, TX_NO_CREDITS), 1);   /* only message SLOTS's */
-
-    b->keep = 0;
-    uct_specrdv_conns_rx_release(&b->conns, b->kept[2]);
-    uct_specrdv_conns_rx_release(&b->conns, b->kept[3]);
-    while (progress(b) > 0) {
-    }
+    assert_int_equal(uct_specrdv_ring_tx_credits(&pa->super.tx), SLOTS);
     check_delivered(b, pa, 0, seq);
     check_delivered(a, pb, 100, 1);
     trio_free(t);
@@ -968,7 +899,6 @@ int main(void)
         cmocka_unit_test(test_dead_owner_ring_reclaimed),
         cmocka_unit_test(test_revoke_ends_with_the_ring),
         cmocka_unit_test(test_stale_tail_of_an_earlier_ring),
-        cmocka_unit_test(test_kept_descriptors),
         cmocka_unit_test(test_credits_piggybacked),
         cmocka_unit_test(test_corrupt_fallback_fails_one_peer),
         cmocka_unit_test(test_fallback_window),

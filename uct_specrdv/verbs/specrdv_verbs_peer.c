@@ -710,7 +710,7 @@ static int uct_specrdv_verbs_rx_offer(uct_specrdv_verbs_iface_t *iface,
 
     if (uct_specrdv_conns_rx_fallback(
                 &iface->super.conns, &peer->super, hdr, hdr + 1,
-                iface->fb_size - sizeof(*hdr), 0) == UCT_SPECRDV_RX_HELD) {
+                iface->fb_size - sizeof(*hdr)) == UCT_SPECRDV_RX_HELD) {
         return 0;
     }
 
