@@ -191,7 +191,9 @@ static void uct_specrdv_peer_send_or_defer(uct_specrdv_conns_t *conns,
     peer->flags |= flag;
 }
 
-static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
+/* Send what was deferred for @a peer, as far as there is room */
+static void uct_specrdv_peer_send_deferred(uct_specrdv_conns_t *conns,
+                                           uct_specrdv_peer_t *peer)
 {
     static const struct {
         uint8_t flag;
@@ -199,21 +201,30 @@ static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
     } deferred[] = {
         {UCT_SPECRDV_PEER_REVOKE_TX,  UCT_SPECRDV_CTRL_RING_REVOKE},
         {UCT_SPECRDV_PEER_RELEASE_TX, UCT_SPECRDV_CTRL_RING_RELEASED},
-        {UCT_SPECRDV_PEER_CREDIT_TX,  0}
+        {UCT_SPECRDV_PEER_CREDIT_TX,  0},
+        {UCT_SPECRDV_PEER_WANTED_TX,  UCT_SPECRDV_CTRL_RING_WANTED}
     };
-    uct_specrdv_peer_t *peer;
     unsigned i;
 
-    ucs_list_for_each(peer, &conns->peers, list) {
-        for (i = 0; i < ucs_static_array_size(deferred); ++i) {
-            if ((peer->flags & deferred[i].flag) &&
-                (uct_specrdv_peer_send_deferrable(conns, peer,
-                                                  deferred[i].op) == UCS_OK)) {
-                peer->flags &= ~deferred[i].flag;
-                if (!(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
-                    --conns->ctrl_pending;
-                }
+    for (i = 0; i < ucs_static_array_size(deferred); ++i) {
+        if ((peer->flags & deferred[i].flag) &&
+            (uct_specrdv_peer_send_deferrable(conns, peer, deferred[i].op) ==
+             UCS_OK)) {
+            peer->flags &= ~deferred[i].flag;
+            if (!(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
+                --conns->ctrl_pending;
             }
+        }
+    }
+}
+
+static void uct_specrdv_conns_send_deferred(uct_specrdv_conns_t *conns)
+{
+    uct_specrdv_peer_t *peer;
+
+    ucs_list_for_each(peer, &conns->peers, list) {
+        if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
+            uct_specrdv_peer_send_deferred(conns, peer);
         }
     }
 }
@@ -231,14 +242,16 @@ static void uct_specrdv_peer_ring_request(uct_specrdv_conns_t *conns,
         ucs_debug("specrdv: %s gave us a ring", peer->name);
     } else if (status == UCS_ERR_EXCEEDS_LIMIT) {
         /* Tell the receiver, which may take a colder peer's ring back by the
-         * time we ask again; if the fallback channel is full, it will hear
-         * at the next refusal */
+         * time we ask again.  Now or at a later progress call: a streaming
+         * sender asks right after its own send filled the fallback channel,
+         * and one that dropped the message then would never be heard. */
         peer->fb_sends = -UCT_SPECRDV_RING_RETRY;
         UCT_SPECRDV_CONNS_STAT(conns, RING_REFUSED);
-        if (uct_specrdv_peer_send_ctrl(conns, peer,
-                                       UCT_SPECRDV_CTRL_RING_WANTED) ==
-            UCS_OK) {
+        if (!(peer->flags & UCT_SPECRDV_PEER_WANTED_TX)) {
             UCT_SPECRDV_CONNS_STAT(conns, RING_WANTED);
+            uct_specrdv_peer_send_or_defer(conns, peer,
+                                           UCT_SPECRDV_CTRL_RING_WANTED,
+                                           UCT_SPECRDV_PEER_WANTED_TX);
         }
     }
 }
@@ -269,6 +282,16 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
     if (ucs_unlikely((uct_specrdv_peer_connect(conns, peer) != UCS_OK) ||
                      !uct_specrdv_peer_tx_room(conns, peer))) {
         goto no_resource;
+    }
+
+    /* What the connection owes the peer goes first: a streaming sender
+     * would otherwise fill every place the fallback channel frees with its
+     * own data, and its RING_WANTED would wait for the end of the stream */
+    if (ucs_unlikely(peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
+        uct_specrdv_peer_send_deferred(conns, peer);
+        if (peer->flags & UCT_SPECRDV_PEER_CTRL_TX) {
+            goto no_resource;
+        }
     }
 
     if (ucs_likely(peer->flags & UCT_SPECRDV_PEER_RING_READY)) {

@@ -98,12 +98,13 @@ enum {
     UCT_SPECRDV_PEER_FAILED     = UCS_BIT(2), /* broken: nothing more either way */
     UCT_SPECRDV_PEER_REVOKE_TX  = UCS_BIT(3), /* RING_REVOKE still to send */
     UCT_SPECRDV_PEER_RELEASE_TX = UCS_BIT(4), /* RING_RELEASED still to send */
-    UCT_SPECRDV_PEER_CREDIT_TX  = UCS_BIT(5)  /* fallback credits to push */
+    UCT_SPECRDV_PEER_CREDIT_TX  = UCS_BIT(5), /* fallback credits to push */
+    UCT_SPECRDV_PEER_WANTED_TX  = UCS_BIT(6)  /* RING_WANTED still to send */
 };
 
 #define UCT_SPECRDV_PEER_CTRL_TX \
     (UCT_SPECRDV_PEER_REVOKE_TX | UCT_SPECRDV_PEER_RELEASE_TX | \
-     UCT_SPECRDV_PEER_CREDIT_TX)
+     UCT_SPECRDV_PEER_CREDIT_TX | UCT_SPECRDV_PEER_WANTED_TX)
 
 
 /* Control operations of the connection layer, in the am_id of a

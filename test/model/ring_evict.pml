@@ -7,8 +7,10 @@
  * every message of either channel, control messages included, takes the
  * connection's next PSN.  S may claim the ring when it is free (and says so
  * with RING), or be refused while another sender O holds it (and says so
- * with RING_WANTED).  R may revoke S's ring at any time, which covers every
- * RING_WANTED it could act on (RING_REVOKE on the reverse channel); S stops
+ * with RING_WANTED, which the implementation sends when the fallback channel
+ * has room, now or at a later progress call).  R may revoke S's ring at any
+ * time, which covers every RING_WANTED it could act on, whenever it arrives
+ * (RING_REVOKE on the reverse channel); S stops
  * writing it and answers RING_RELEASED; R closes the ring when it delivers
  * RELEASED, blanks it and frees it, and S may claim it again.  S may also
  * die at any point; R takes a revoked ring back without RELEASED only once

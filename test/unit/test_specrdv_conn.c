@@ -673,6 +673,53 @@ static void test_eviction_and_readmission(void **state)
     trio_free(t);
 }
 
+/* A refused sender that finds the fallback channel full (a streaming sender
+ * does, right after its own send filled it) still says it wants a ring: the
+ * RING_WANTED waits, and goes before the sender's next data, without the
+ * sender's progress */
+static void test_wanted_waits_for_room(void **state)
+{
+    trio_t *t = trio_new(1, FB_CAP, 2);
+    side_t *a = t->a, *b = t->b, *c = t->c;
+    fpeer_t *pa = &t->pa, *pc = &t->pc;
+    uint32_t sa = 0, sc = 0;
+
+    /* a's last message goes through the ring it obtained */
+    send_many(a, pa, &sa, FB_CAP + 1, b, a, c);
+    assert_int_equal(CNT(a, RING_GRANTED), 1);
+
+    /* c fills b's fallback channel, b not looking, and is then refused */
+    for (; sc < FB_CAP; ++sc) {
+        assert_true(send_msg(c, pc, sc));
+    }
+    assert_false(send_msg(c, pc, sc));
+    assert_int_equal(CNT(c, RING_REFUSED), 1);
+    assert_int_equal(CNT(c, RING_WANTED), 1);
+    assert_true(pc->super.flags & UCT_SPECRDV_PEER_WANTED_TX);
+
+    /* b drains; c's RING_WANTED takes the first place, its data the rest */
+    while (progress(b) > 0) {
+    }
+    while (send_msg(c, pc, sc)) {
+        ++sc;
+    }
+    assert_int_equal(sc, 2 * FB_CAP - 1);
+    assert_false(pc->super.flags & UCT_SPECRDV_PEER_WANTED_TX);
+
+    /* a's ring carried one message, c's fallback eight: b takes it back */
+    while (progress(b) + progress(a) > 0) {
+    }
+    assert_int_equal(CNT(a, RING_REVOKED), 1);
+    assert_int_equal(CNT(b, RING_EVICTED), 1);
+
+    while (progress(a) + progress(b) + progress(c) > 0) {
+    }
+    check_delivered(b, pa, 0, sa);
+    check_delivered(b, pc, 0, sc);
+    assert_null(b->failed);
+    trio_free(t);
+}
+
 /* An owner that died never releases its revoked ring: once the writer says
  * it is gone, its connection fails and the ring goes to the newcomer */
 static void test_dead_owner_ring_reclaimed(void **state)
@@ -896,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_ring_reuse_starts_blank),
         cmocka_unit_test(test_polling_set_full),
         cmocka_unit_test(test_eviction_and_readmission),
+        cmocka_unit_test(test_wanted_waits_for_room),
         cmocka_unit_test(test_dead_owner_ring_reclaimed),
         cmocka_unit_test(test_revoke_ends_with_the_ring),
         cmocka_unit_test(test_stale_tail_of_an_earlier_ring),
