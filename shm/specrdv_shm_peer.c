@@ -92,7 +92,10 @@ uct_specrdv_shm_fb_reserve(uct_specrdv_conns_t *conns,
     uct_specrdv_shm_peer_t *peer = uct_specrdv_shm_peer(generic);
     ucs_status_t status;
 
-    status = uct_specrdv_shm_fifo_reserve(&peer->seg, &tx->pos);
+    status = uct_specrdv_shm_fifo_reserve(
+            &peer->seg,
+            tx->ctrl ? 0 : uct_specrdv_shm_fifo_ctrl_room(&peer->seg),
+            &tx->pos);
     if (ucs_likely(status == UCS_OK)) {
         tx->payload = uct_specrdv_shm_fifo_elem(&peer->seg, tx->pos) + 1;
     }
@@ -114,9 +117,9 @@ static int uct_specrdv_shm_fb_can_send(uct_specrdv_conns_t *conns,
                                        uct_specrdv_peer_t *generic)
 {
     uct_specrdv_shm_peer_t *peer = uct_specrdv_shm_peer(generic);
-    uint64_t head                = peer->seg.ctl->fifo_head;
 
-    return uct_specrdv_shm_fifo_elem(&peer->seg, head)->seq == head;
+    return uct_specrdv_shm_fifo_free(&peer->seg, peer->seg.ctl->fifo_head,
+                                     uct_specrdv_shm_fifo_ctrl_room(&peer->seg));
 }
 
 static ucs_status_t
@@ -128,7 +131,9 @@ uct_specrdv_shm_peer_send_ctrl(uct_specrdv_shm_iface_t *iface,
     uct_specrdv_tx_t tx;
     ucs_status_t status;
 
-    status = uct_specrdv_shm_fb_reserve(&iface->super.conns, &peer->super, &tx);
+    tx.ctrl = 1;
+    status  = uct_specrdv_shm_fb_reserve(&iface->super.conns, &peer->super,
+                                         &tx);
     if (status != UCS_OK) {
         return status;
     }

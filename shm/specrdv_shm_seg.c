@@ -187,7 +187,7 @@ int uct_specrdv_shm_seg_claim_ring(uct_specrdv_shm_seg_t *seg, unsigned peer_id)
 }
 
 ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
-                                          uint64_t *pos_p)
+                                          unsigned spare, uint64_t *pos_p)
 {
     uint64_t pos = seg->ctl->fifo_head;
     int64_t diff;
@@ -195,6 +195,15 @@ ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
     for (;;) {
         diff = (int64_t)(uct_specrdv_shm_fifo_elem(seg, pos)->seq - pos);
         if (diff == 0) {
+            if ((spare > 0) && !uct_specrdv_shm_fifo_free(seg, pos, spare)) {
+                /* Full for us, unless another producer moved the head */
+                if (seg->ctl->fifo_head == pos) {
+                    return UCS_ERR_NO_RESOURCE;
+                }
+                pos = seg->ctl->fifo_head;
+                continue;
+            }
+
             if (ucs_atomic_bool_cswap64((uint64_t*)&seg->ctl->fifo_head, pos,
                                         pos + 1)) {
                 *pos_p = pos;

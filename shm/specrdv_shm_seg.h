@@ -125,13 +125,30 @@ uct_specrdv_shm_fifo_elem(const uct_specrdv_shm_seg_t *seg, uint64_t pos)
                         seg->ctl->geom.slot_size);
 }
 
+/* Elements of the FIFO that only control messages may take */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_specrdv_shm_fifo_ctrl_room(const uct_specrdv_shm_seg_t *seg)
+{
+    return seg->ctl->fifo_size / 4;
+}
+
+/* Whether the element at @a pos is free, and @a spare more after it */
+static UCS_F_ALWAYS_INLINE int
+uct_specrdv_shm_fifo_free(uct_specrdv_shm_seg_t *seg, uint64_t pos,
+                          unsigned spare)
+{
+    /* The consumer frees elements in order: the last of them frees all */
+    return uct_specrdv_shm_fifo_elem(seg, pos + spare)->seq == pos + spare;
+}
+
 /**
- * Producer side of the FIFO: take a free element and return its position, or
- * UCS_ERR_NO_RESOURCE when the FIFO is full.  Fill the element's header and
- * payload, then publish it with uct_specrdv_shm_fifo_push().
+ * Producer side of the FIFO: take a free element with @a spare free ones
+ * after it and return its position, or UCS_ERR_NO_RESOURCE.  Fill the
+ * element's header and payload, then publish it with
+ * uct_specrdv_shm_fifo_push().
  */
 ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
-                                          uint64_t *pos_p);
+                                          unsigned spare, uint64_t *pos_p);
 
 static UCS_F_ALWAYS_INLINE void
 uct_specrdv_shm_fifo_push(uct_specrdv_shm_seg_t *seg, uint64_t pos)

@@ -132,6 +132,7 @@ ucs_status_t uct_specrdv_peer_fb_reserve(uct_specrdv_conns_t *conns,
         return UCS_ERR_NO_RESOURCE;
     }
 
+    tx->ctrl = 1;
     return conns->ops->fb_reserve(conns, peer, tx);
 }
 
@@ -311,7 +312,8 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
         goto no_resource;
     }
 
-    status = conns->ops->fb_reserve(conns, peer, tx);
+    tx->ctrl = 0;
+    status   = conns->ops->fb_reserve(conns, peer, tx);
     if (status != UCS_OK) {
         goto no_resource;
     }

@@ -154,6 +154,9 @@ typedef struct uct_specrdv_tx {
     void     *payload;  /* where the caller writes the message */
     uint64_t pos;       /* the writer's: where its fallback message sits */
     int      ring;      /* through the ring, else through the fallback */
+    int      ctrl;      /* a control message: a writer whose fallback channel
+                           every sender shares keeps room for these, or one
+                           hot sender's data would starve them */
 } uct_specrdv_tx_t;
 
 
@@ -343,9 +346,9 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
                                        uct_specrdv_peer_t *peer,
                                        uct_specrdv_tx_t *tx);
 
-/* Room in the fallback channel for one message of up to the ring's payload,
- * within the peer's fallback window; a writer sends its control messages
- * with this and uct_specrdv_peer_tx_end() */
+/* Room in the fallback channel for one control message of up to the ring's
+ * payload, within the peer's fallback window; a writer sends its control
+ * messages with this and uct_specrdv_peer_tx_end() */
 ucs_status_t uct_specrdv_peer_fb_reserve(uct_specrdv_conns_t *conns,
                                          uct_specrdv_peer_t *peer,
                                          uct_specrdv_tx_t *tx);

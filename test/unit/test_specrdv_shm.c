@@ -502,6 +502,50 @@ static void test_full_channels_and_pending(void **state)
     uct_iface_close(receiver);
 }
 
+/* A quarter of the receiver's FIFO is kept for control messages: one
+ * sender's data never fills it, so another's CONNECT still goes in (as a
+ * RING_WANTED or RING_RELEASED would, which a hot sender would otherwise
+ * starve) */
+static void test_fifo_room_for_control(void **state)
+{
+    fixture_t *f = *state;
+    receiver_t r = {0};
+    uct_iface_h a, c, b;
+    uct_ep_h epa, epc;
+    uint32_t sa = 0;
+    unsigned taken = 0, count;
+
+    assert_int_equal(open_iface(f, &a, "RING_AFTER", "1000000", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &c, "RING_AFTER", "1000000", NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, "SHM_FIFO_SIZE", "8", NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(b, AM_ID, am_handler, &r, 0),
+                     UCS_OK);
+    uct_iface_progress_enable(b, UCT_PROGRESS_RECV);
+    connect_ep(f, a, b, &epa);
+    connect_ep(f, c, b, &epc);
+
+    /* a's CONNECT and 5 messages: 2 of the 8 places stay free */
+    while (send_msg(epa, sa, 16) == UCS_OK) {
+        ++sa;
+    }
+    assert_int_equal(sa, 8 - 1 - 2);
+    /* c's CONNECT goes in, its message does not */
+    assert_int_equal(send_msg(epc, 0, 16), UCS_ERR_NO_RESOURCE);
+
+    /* b takes both CONNECTs and a's messages, nothing else */
+    while ((count = uct_worker_progress(f->worker)) > 0) {
+        taken += count;
+    }
+    assert_int_equal(taken, 1 + sa + 1);
+    assert_int_equal(r.expected, sa);
+    assert_int_equal(r.bad, 0);
+    uct_ep_destroy(epa);
+    uct_ep_destroy(epc);
+    uct_iface_close(a);
+    uct_iface_close(c);
+    uct_iface_close(b);
+}
+
 /* Senders a and b both reach the receiver through rings.  A corrupt header
  * in a's ring fails the receiver's endpoint to a, and b goes on working. */
 static void test_corrupt_slot_fails_only_its_sender(void **state)
@@ -640,6 +684,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dead_owner_ring_reclaimed,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_order_across_channels, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_room_for_control, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_channels_and_pending, setup,
                                         teardown),
