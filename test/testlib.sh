@@ -45,6 +45,30 @@ expect() {
     grep -qF -- "$2" <<<"$1" || { echo "expected '$2' in:"; echo "$1"; return 1; }
 }
 
+# How many UCX_SPECRDV_REPORT lines in TEXT satisfy CONDITION, an awk
+# expression over c["COUNTER"] (that line's counters)
+# usage: specrdv_reports TEXT CONDITION
+specrdv_reports() {
+    awk '/ucx-spec: specrdv .* iface/ {
+             delete c
+             for (i = 1; i < NF; ++i) { c[$i] = $(i + 1) }
+             if ('"$2"') { ++n }
+         }
+         END { print n + 0 }' <<<"$1"
+}
+
+# The specrdv reports of `turns_verify 2000 6` on three ranks
+# (test/mpi/turns_verify.c, polling set of one ring) show the receiver's ring
+# handed over at every turn after the first, and each sender admitted at
+# each of its three turns
+ring_changes_hands() {
+    [ "$(specrdv_reports "$1" 'c["RING_EVICTED"] == 5')" = 1 ] ||
+        { echo "the ring did not change hands at every turn"; return 1; }
+    [ "$(specrdv_reports "$1" 'c["RING_GRANTED"] == 3 &&
+                               c["RING_REVOKED"] >= 2')" = 2 ] ||
+        { echo "a sender was not admitted again at each of its turns"; return 1; }
+}
+
 # prints the closing line CI reads and returns the suite's status
 finish_tests() {
     rm -rf "$TEST_LOGS"
