@@ -56,7 +56,6 @@ typedef struct uct_specrdv_verbs_config {
     unsigned                 gid_index;
     double                   timeout;
     unsigned                 retry_count;
-    unsigned                 wireup_polls;
 } uct_specrdv_verbs_config_t;
 
 
@@ -136,7 +135,7 @@ typedef struct uct_specrdv_verbs_iface {
     uint16_t                  port;         /* network order */
     ucs_list_link_t           accepting;    /* sockets before their request */
     unsigned                  wireup_count; /* handshakes under way */
-    unsigned                  polls;
+    volatile int              wireup_event; /* raised by the async thread */
     struct {
         struct pollfd                  *fds;
         uct_specrdv_verbs_poll_owner_t *owners;
@@ -150,7 +149,6 @@ typedef struct uct_specrdv_verbs_iface {
         unsigned              moderation;   /* signal every so many sends */
         uint8_t               timeout;
         uint8_t               retry_count;
-        unsigned              wireup_polls;
     } config;
 } uct_specrdv_verbs_iface_t;
 

@@ -65,7 +65,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_ep_t)
         (peer->qps[1].fd < 0) &&
         (ucs_list_length(&peer->super.eps) == 1)) {
         peer->reap   = 1;
-        iface->polls = iface->config.wireup_polls;
+        iface->wireup_event = 1;
     }
 }
 

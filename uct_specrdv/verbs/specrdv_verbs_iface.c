@@ -72,13 +72,6 @@ ucs_config_field_t uct_specrdv_verbs_config_table[] = {
      ucs_offsetof(uct_specrdv_verbs_config_t, retry_count),
      UCS_CONFIG_TYPE_UINT},
 
-    {"VERBS_WIREUP_POLLS", "256",
-     "Progress calls between two looks at the connection sockets when no\n"
-     "connection is being made: how soon an incoming connection is answered\n"
-     "and a dead peer is noticed.",
-     ucs_offsetof(uct_specrdv_verbs_config_t, wireup_polls),
-     UCS_CONFIG_TYPE_UINT},
-
     {NULL}
 };
 
@@ -214,9 +207,9 @@ static unsigned uct_specrdv_verbs_iface_progress(uct_iface_h tl_iface)
         }
     }
 
-    if (ucs_unlikely((iface->wireup_count > 0) ||
-                     (++iface->polls >= iface->config.wireup_polls))) {
-        iface->polls = 0;
+    /* cleared first: an event during the poll raises it again */
+    if (ucs_unlikely((iface->wireup_count > 0) || iface->wireup_event)) {
+        iface->wireup_event = 0;
         uct_specrdv_verbs_wireup_progress(iface);
     }
     return count;
@@ -320,11 +313,11 @@ uct_specrdv_verbs_iface_check_config(const uct_specrdv_verbs_config_t *config)
                                  UCT_SPECRDV_VERBS_TX_RESERVE) ||
         (config->rx_queue_len == 0) || (config->max_peers == 0) ||
         (config->max_peers > UINT16_MAX) || (config->max_inline < 8) ||
-        (config->wireup_polls == 0) || (config->retry_count > 7) ||
+        (config->retry_count > 7) ||
         (config->fb_window == 0) || (config->fb_window > config->rx_queue_len)) {
         ucs_error("specrdv: invalid UCX_SPECRDV_VERBS_* value: TX_QUEUE_LEN "
                   "> FB_BUFS + %u, RX_QUEUE_LEN > 0, MAX_PEERS <= %u, "
-                  "WIREUP_POLLS > 0, MAX_INLINE >= 8, RETRY_COUNT <= 7, "
+                  "MAX_INLINE >= 8, RETRY_COUNT <= 7, "
                   "1 <= FB_WINDOW <= RX_QUEUE_LEN",
                   UCT_SPECRDV_VERBS_TX_RESERVE, UINT16_MAX);
         return UCS_ERR_INVALID_PARAM;
@@ -524,7 +517,6 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
     self->config.timeout            =
             uct_specrdv_verbs_timeout_exp(config->timeout);
     self->config.retry_count        = config->retry_count;
-    self->config.wireup_polls       = config->wireup_polls;
     /* a fallback buffer's last send is signalled before its turn comes
      * again, and the send queue never fills with nothing signalled */
     self->config.moderation         = ucs_max(ucs_min(config->fb_bufs / 2,

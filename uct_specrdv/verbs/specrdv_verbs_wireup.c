@@ -14,9 +14,13 @@
  *
  * The TCP connection then stays open and idle.  A peer process that dies
  * closes it, which we read as end of file: that is how UCX's peer failure
- * handling learns of it, long before a QP's retries run out.  The sockets
- * are polled from progress, every UCX_SPECRDV_VERBS_WIREUP_POLLS calls, and
- * at every call while a handshake is under way.
+ * handling learns of it, long before a QP's retries run out.  UCX's async
+ * thread watches the sockets (as uct_tcp_iface watches its listening
+ * socket) and only raises a flag; progress polls them when the flag is up,
+ * and at every call while a handshake is under way.  Polling them every so
+ * many calls instead cost a poll() whose price grows with the peers: under
+ * the emulated guest, 2.3 us per progress call at 16 peers, six times the
+ * polling set itself.
  *
  * Connecting over a UD QP instead would need a datagram protocol with its own
  * retries and would still not see a dead peer; rdmacm would need an IP
@@ -31,6 +35,7 @@
 
 #include "specrdv_verbs.h"
 
+#include <ucs/async/async.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/sock.h>
@@ -57,6 +62,41 @@ typedef struct uct_specrdv_verbs_accepting {
     uct_specrdv_verbs_qp_t    qp;
 } uct_specrdv_verbs_accepting_t;
 
+
+static void uct_specrdv_verbs_wireup_event(int fd, ucs_event_set_types_t events,
+                                           void *arg)
+{
+    ((uct_specrdv_verbs_iface_t*)arg)->wireup_event = 1;
+}
+
+/* Have the async thread raise the flag when @a fd has something to read:
+ * a connection, a handshake message, or its end */
+static ucs_status_t uct_specrdv_verbs_watch(uct_specrdv_verbs_iface_t *iface,
+                                            int fd)
+{
+    ucs_async_context_t *async = iface->super.super.worker->async;
+    ucs_status_t status;
+
+    status = ucs_async_set_event_handler(async->mode, fd,
+                                         UCS_EVENT_SET_EVREAD |
+                                         UCS_EVENT_SET_EVERR |
+                                         UCS_EVENT_SET_EDGE_TRIGGERED,
+                                         uct_specrdv_verbs_wireup_event, iface,
+                                         async);
+    if (status != UCS_OK) {
+        ucs_error("specrdv: cannot watch socket %d: %s", fd,
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
+/* Stop watching a socket, then close it */
+static void uct_specrdv_verbs_close(int *fd_p)
+{
+    ucs_async_remove_handler(*fd_p, 1);
+    close(*fd_p);
+    *fd_p = -1;
+}
 
 static int uct_specrdv_verbs_socket(void)
 {
@@ -107,6 +147,11 @@ ucs_status_t uct_specrdv_verbs_wireup_listen(uct_specrdv_verbs_iface_t *iface)
         goto err_free;
     }
 
+    if (uct_specrdv_verbs_watch(iface, iface->listen_fd) != UCS_OK) {
+        close(iface->listen_fd);
+        goto err_free;
+    }
+
     iface->port = addr.sin_port;
     return UCS_OK;
 
@@ -120,8 +165,7 @@ void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
                                 uct_specrdv_verbs_qp_t *qp)
 {
     if (qp->fd >= 0) {
-        close(qp->fd);
-        qp->fd = -1;
+        uct_specrdv_verbs_close(&qp->fd);
     }
 
     if (qp->qp != NULL) {
@@ -147,7 +191,7 @@ void uct_specrdv_verbs_wireup_cleanup(uct_specrdv_verbs_iface_t *iface)
         ucs_list_del(&acc->list);
         ucs_free(acc);
     }
-    close(iface->listen_fd);
+    uct_specrdv_verbs_close(&iface->listen_fd);
     ucs_free(iface->wireup.owners);
     ucs_free(iface->wireup.fds);
 }
@@ -399,6 +443,13 @@ ucs_status_t uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_iface_t *iface,
         goto err;
     }
 
+    status = uct_specrdv_verbs_watch(iface, qp->fd);
+    if (status != UCS_OK) {
+        close(qp->fd);
+        qp->fd = -1;
+        goto err;
+    }
+
     if ((connect(qp->fd, (struct sockaddr*)&peer->addr, sizeof(peer->addr)) !=
          0) && (errno != EINPROGRESS)) {
         ucs_error("specrdv: connect to %s failed: %m", peer->super.name);
@@ -445,8 +496,7 @@ static void uct_specrdv_verbs_peer_eof(uct_specrdv_verbs_iface_t *iface,
 {
     uct_specrdv_conns_t *conns = &iface->super.conns;
 
-    close(qp->fd);
-    qp->fd = -1;
+    uct_specrdv_verbs_close(&qp->fd);
 
     /* its DISCONNECT may still wait in the receive queue */
     while (!peer->remote_closed && (conns->ops->poll_fallback(conns) > 0)) {
@@ -634,6 +684,12 @@ static void uct_specrdv_verbs_wireup_listen_ready(uct_specrdv_verbs_iface_t *ifa
         acc = ucs_calloc(1, sizeof(*acc), "specrdv_verbs_accepting");
         if (acc == NULL) {
             close(fd);
+            return;
+        }
+
+        if (uct_specrdv_verbs_watch(iface, fd) != UCS_OK) {
+            close(fd);
+            ucs_free(acc);
             return;
         }
 
