@@ -186,6 +186,7 @@ bench: bench-shm bench-spec bench-rdma
 bench-shm: build
 	@$(REPO)/contrib/install-deps bench
 	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(POLL_COST)
 	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm.csv
 	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
 	@cat $(RESULTS)/shm.md
@@ -203,18 +204,24 @@ MPI_BENCH = $(BUILD_DIR)/test/perf/mpi_bench
 $(MPI_BENCH): $(REPO)/perf/mpi_bench.c
 	@mkdir -p $(@D)
 	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
+POLL_COST = $(BUILD_DIR)/test/perf/poll_cost
+$(POLL_COST): $(REPO)/perf/poll_cost.c $(BUILD_DIR)/.install-key
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Werror -I$(PREFIX)/include -o $@ $< -L$(PREFIX)/lib \
+	    -Wl,-rpath,$(PREFIX)/lib -luct -lucs
 
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	@$(MAKE) --no-print-directory $(MPI_BENCH) $(POLL_COST)
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
 	    -w $(BUILD_DIR)/test/perf -t 2400 \
 	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \
 	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
 	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
-	$(REPO)/perf/report $(RESULTS)/specrdv-rdma-guest.csv --baseline rc_verbs
+	$(REPO)/perf/report $(RESULTS)/specrdv-rdma-guest.csv \
+	    --baseline rc_verbs,ud_verbs
 	$(REPO)/perf/report $(RESULTS)/spec-rdma-guest.csv --baseline stock --plot %
 	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/specrdv-rdma-guest.md \
 	    $(RESULTS)/spec-rdma-guest.md

@@ -5,13 +5,19 @@
  * For each size N, one receiving interface and N senders, each of which sent
  * one message so that it holds a ring in the receiver's polling set; then
  * uct_iface_progress() on the receiver, timed over many calls.  The same for
- * a UCT transport without a polling set (its progress reads one FIFO), with
- * N peers connected.  Sizes are measured in turn, repetition after
- * repetition, and one CSV row per measurement goes to stdout:
+ * a UCT transport without a polling set (its progress reads one FIFO or one
+ * completion queue), with N peers connected.  One size at a time (so
+ * that only the largest set's memory is ever needed: a verbs interface
+ * takes megabytes), the two transports alternated, repetition after
+ * repetition; one CSV row per measurement goes to stdout:
  *
  *     platform,test,size,variant,rep,value,unit
  *
- * usage: poll_cost [-r REPS] [-n CALLS] [-m MAX_N] [-b BASELINE_TL]
+ * usage: poll_cost [-r REPS] [-n CALLS] [-m MAX_N] [-d DEVICE]
+ *                  [-b BASELINE_TL[:DEVICE]] [-p PLATFORM]
+ *   specrdv on DEVICE (shm, or a verbs port such as rxe0:1), against
+ *   BASELINE_TL (posix on memory; ud_verbs on a verbs port, which connects
+ *   to an interface as specrdv does)
  *
  * See file LICENSE for terms.
  */
@@ -26,7 +32,6 @@
 #include <unistd.h>
 
 
-#define MAX_SIZES  16
 #define AM_ID      3
 
 
@@ -130,8 +135,11 @@ static uct_iface_h open_iface(tl_t *tl, uct_worker_h worker, unsigned poll_set)
     }
     CHECK(uct_iface_open(tl->md, worker, &params, config, &iface));
     uct_config_release(config);
+    uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     return iface;
 }
+
+static double now(void);
 
 static ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
@@ -164,10 +172,27 @@ static void set_open(set_t *set, tl_t *tl, uct_worker_h worker, unsigned n)
         ep_params.dev_addr    = (void*)dev_addr;
         ep_params.iface_addr  = (void*)iface_addr;
         CHECK(uct_ep_create(&ep_params, &set->ep[i]));
-        CHECK(uct_ep_am_short(set->ep[i], AM_ID, 0, NULL, 0));
-        while (set->received <= (int)i) {
-            uct_iface_progress(set->rx);
+        /* over verbs the connection, and the ring, come a few progress
+         * calls later */
+        while (uct_ep_am_short(set->ep[i], AM_ID, 0, NULL, 0) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(worker);
         }
+        while (set->received <= (int)i) {
+            uct_worker_progress(worker);
+        }
+    }
+}
+
+/* Let every side finish what it started (a verbs receiver may still be
+ * connecting back to a sender, which only the sender's progress accepts):
+ * the receiver is then timed alone, as a busy application would find it */
+static void settle(uct_worker_h worker)
+{
+    double end = now() + 0.2;
+
+    while (now() < end) {
+        uct_worker_progress(worker);
     }
 }
 
@@ -213,22 +238,32 @@ int main(int argc, char **argv)
     unsigned reps       = 5;
     unsigned max_n      = 128;
     tl_t tls[2]         = {{"specrdv", "shm"}, {"posix", "memory"}};
-    set_t sets[2][MAX_SIZES];
-    unsigned nsizes     = 0;
+    const char *platform = "shared memory";
+    char *colon;
+    set_t sets[2];
     ucs_async_context_t *async;
     uct_worker_h worker;
-    unsigned n, rep, s, t;
+    unsigned n, rep, t;
     int c;
 
-    while ((c = getopt(argc, argv, "r:n:m:b:")) != -1) {
+    while ((c = getopt(argc, argv, "r:n:m:d:b:p:")) != -1) {
         switch (c) {
-        case 'r': reps   = atoi(optarg); break;
-        case 'n': calls  = atol(optarg); break;
-        case 'm': max_n  = atoi(optarg); break;
-        case 'b': tls[1].tl = optarg; break;
+        case 'r': reps       = atoi(optarg); break;
+        case 'n': calls      = atol(optarg); break;
+        case 'm': max_n      = atoi(optarg); break;
+        case 'd': tls[0].dev = optarg; break;
+        case 'p': platform   = optarg; break;
+        case 'b':
+            tls[1].tl = optarg;
+            if ((colon = strchr(optarg, ':')) != NULL) {
+                *colon     = '\0';
+                tls[1].dev = colon + 1;
+            }
+            break;
         default:
             fprintf(stderr, "usage: %s [-r REPS] [-n CALLS] [-m MAX_N] "
-                    "[-b BASELINE_TL]\n", argv[0]);
+                    "[-d DEVICE] [-b BASELINE_TL[:DEVICE]] [-p PLATFORM]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -237,29 +272,28 @@ int main(int argc, char **argv)
     CHECK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker));
     for (t = 0; t < 2; ++t) {
         find_md(&tls[t]);
-        nsizes = 0;
-        for (n = 1; (n <= max_n) && (nsizes < MAX_SIZES); n *= 2) {
-            set_open(&sets[t][nsizes++], &tls[t], worker, n);
-        }
     }
 
     printf("platform,test,size,variant,rep,value,unit\n");
-    for (rep = 1; rep <= reps; ++rep) {
-        for (s = 0; s < nsizes; ++s) {
+    for (n = 1; n <= max_n; n *= 2) {
+        for (t = 0; t < 2; ++t) {
+            set_open(&sets[t], &tls[t], worker, n);
+        }
+        settle(worker);
+        for (rep = 1; rep <= reps; ++rep) {
             for (t = 0; t < 2; ++t) {
-                printf("shared memory (%ld cores),poll_cost,%u,%s,%u,%.2f,"
-                       "ns/progress\n", sysconf(_SC_NPROCESSORS_ONLN),
-                       sets[t][s].n, tls[t].tl, rep,
-                       ns_per_call(&sets[t][s], calls));
+                printf("%s (%ld cores),poll_cost,%u,%s,%u,%.2f,"
+                       "ns/progress\n", platform, sysconf(_SC_NPROCESSORS_ONLN),
+                       n, tls[t].tl, rep, ns_per_call(&sets[t], calls));
                 fflush(stdout);
             }
+        }
+        for (t = 0; t < 2; ++t) {
+            set_close(&sets[t]);
         }
     }
 
     for (t = 0; t < 2; ++t) {
-        for (s = 0; s < nsizes; ++s) {
-            set_close(&sets[t][s]);
-        }
         uct_md_close(tls[t].md);
     }
     uct_worker_destroy(worker);
