@@ -27,6 +27,11 @@
 /* Messages taken from the FIFO per progress call */
 #define UCT_SPECRDV_SHM_RX_BATCH    16
 
+/* Seconds of software overhead: an active message is a store into a slot;
+ * put and get are a CMA system call, as UCX's cma reports them */
+#define UCT_SPECRDV_SHM_AM_OVERHEAD  10e-9
+#define UCT_SPECRDV_SHM_RMA_OVERHEAD 2e-6
+
 
 typedef struct uct_specrdv_shm_peer uct_specrdv_shm_peer_t;
 

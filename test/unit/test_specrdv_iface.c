@@ -7,6 +7,8 @@
 
 #include "specrdv_fixture.h"
 
+#include <uct/api/v2/uct_v2.h>
+
 
 static void test_component_has_one_shm_md(void **state)
 {
@@ -54,6 +56,7 @@ static void test_iface_open_query_close(void **state)
     fixture_t *f = *state;
     uint8_t dev_addr[64];
     uct_iface_attr_t attr;
+    uct_perf_attr_t perf;
     uct_iface_h iface;
 
     assert_int_equal(open_iface(f, &iface, NULL), UCS_OK);
@@ -69,6 +72,23 @@ static void test_iface_open_query_close(void **state)
     assert_int_not_equal(attr.iface_addr_len, 0);
     assert_true(attr.bandwidth.dedicated == 12179.0 * 1024 * 1024);
     assert_true(attr.latency.c > 0);
+
+    /* UCP v1 places its rendezvous threshold with the interface's one
+     * overhead: that of put/get (a CMA system call) where they exist; an
+     * active message has its own, per operation */
+    perf.field_mask = UCT_PERF_ATTR_FIELD_OPERATION |
+                      UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD;
+    perf.operation  = UCT_EP_OP_AM_ZCOPY;
+    assert_int_equal(uct_iface_estimate_perf(iface, &perf), UCS_OK);
+    assert_true(perf.send_pre_overhead < 100e-9);
+    if (attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) {
+        assert_true(attr.overhead >= 1e-6);
+        perf.operation = UCT_EP_OP_GET_ZCOPY;
+        assert_int_equal(uct_iface_estimate_perf(iface, &perf), UCS_OK);
+        assert_true(perf.send_pre_overhead >= 1e-6);
+    } else {
+        assert_true(attr.overhead < 100e-9);
+    }
     assert_int_not_equal(attr.device_addr_len, 0);
     assert_true(attr.device_addr_len <= sizeof(dev_addr));
     assert_int_equal(uct_iface_get_device_address(iface, (void*)dev_addr),
