@@ -99,7 +99,21 @@ check-fuzz: $(FUZZER)
 # Debian's Open MPI, MPICH and OpenSHMEM over specrdv alone, bytes verified
 check-mpi: build
 	@$(REPO)/contrib/install-deps mpi
+	@$(MAKE) --no-print-directory $(BARRIER_LIBS)
 	@$(CLEAN_ENV) $(REPO)/test/mpi/run $(PREFIX) $(BUILD_DIR)/test/mpi
+
+# The RDMA barrier for unchanged MPI programs (LD_PRELOAD), one library per
+# MPI, installed beside our UCX
+BARRIER_SRC  = $(addprefix $(REPO)/barrier/,spec_barrier_mpi.c \
+                 spec_barrier_rdma.c spec_barrier_rdma.h) \
+               $(REPO)/shm/specrdv_shm_barrier.c \
+               $(REPO)/shm/specrdv_shm_barrier.h
+BARRIER_LIBS = $(PREFIX)/lib/libspec_barrier.openmpi.so \
+               $(PREFIX)/lib/libspec_barrier.mpich.so
+$(PREFIX)/lib/libspec_barrier.%.so: $(BARRIER_SRC) $(BUILD_DIR)/.install-key
+	mpicc.$* -O2 -g -Wall -Werror -shared -fPIC -I$(PREFIX)/include -o $@ \
+	    $(filter %.c,$(BARRIER_SRC)) -L$(PREFIX)/lib \
+	    -Wl,-rpath,$(PREFIX)/lib -lucp -lucs
 
 # The speculative rendezvous under Open MPI and MPICH, long: STRESS_MESSAGES
 # per direction for each MPI and transport; the summary goes to perf/results
