@@ -20,7 +20,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
         check-gtest check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
         bench bench-shm bench-spec \
-        bench-rdma gtest clean
+        bench-rdma bench-barrier gtest clean
 
 all: build
 
@@ -194,7 +194,7 @@ check-rdma-asan: deps
 # in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
 RESULTS = $(REPO)/perf/results
 
-bench: bench-shm bench-spec bench-rdma
+bench: bench-shm bench-spec bench-barrier bench-rdma
 
 # specrdv against UCX's posix and sysv on this machine, ratios to posix
 bench-shm: build
@@ -213,6 +213,21 @@ bench-spec: build
 	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) $(RESULTS)/spec.csv
 	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock --plot %
 	@cat $(RESULTS)/spec.md
+
+# the RDMA barrier against each MPI's own, 2 ranks bound
+bench-barrier: build
+	@$(REPO)/contrib/install-deps bench mpi
+	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(BARRIER_LIBS) $(BARRIER_BENCH)
+	$(CLEAN_ENV) $(REPO)/perf/bench-barrier $(PREFIX) $(RESULTS)/barrier.csv
+	$(REPO)/perf/report $(RESULTS)/barrier.csv --baseline own
+	@cat $(RESULTS)/barrier.md
+
+BARRIER_BENCH = $(BUILD_DIR)/test/perf/barrier_bench.openmpi \
+                $(BUILD_DIR)/test/perf/barrier_bench.mpich
+$(BUILD_DIR)/test/perf/barrier_bench.%: $(REPO)/perf/barrier_bench.c
+	@mkdir -p $(@D)
+	mpicc.$* -O2 -Wall -Werror -o $@ $<
 
 MPI_BENCH = $(BUILD_DIR)/test/perf/mpi_bench
 $(MPI_BENCH): $(REPO)/perf/mpi_bench.c
