@@ -140,6 +140,8 @@ static int spec_barrier_finalize(MPI_Comm comm, int keyval, void *value,
 {
     PMPI_Comm_delete_attr(MPI_COMM_WORLD, spec_barrier_keyval);
     PMPI_Comm_free_keyval(&spec_barrier_keyval);
+    /* our own keyval too: MPI frees it once this attribute is gone */
+    PMPI_Comm_free_keyval(&keyval);
     return MPI_SUCCESS;
 }
 
