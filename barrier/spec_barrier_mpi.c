@@ -29,7 +29,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 
@@ -248,17 +247,30 @@ UCS_STATIC_INIT {
     }
 }
 
-static int spec_barrier_is_enabled(void)
+/* An inter-communicator's state: its barriers are PMPI_Barrier's */
+static spec_barrier_t *spec_barrier_inter(void)
 {
-    return spec_barrier_config.enable;
+    static int logged = 0;
+    spec_barrier_t *st = calloc(1, sizeof(*st));
+
+    if (st != NULL) {
+        st->node    = MPI_COMM_NULL;
+        st->masters = MPI_COMM_NULL;
+    }
+    if (!logged) {
+        logged = 1;
+        spec_barrier_log(MPI_COMM_SELF, "an inter-communicator");
+    }
+    return st;
 }
 
-/* The communicator's barrier state, set up on first use */
+/* The communicator's barrier state, set up on first use: the hot path is
+ * one attribute lookup */
 static spec_barrier_t *spec_barrier_get(MPI_Comm comm)
 {
     static int self_keyval = MPI_KEYVAL_INVALID;
     spec_barrier_t *st;
-    int flag;
+    int flag, inter;
 
     if (spec_barrier_keyval == MPI_KEYVAL_INVALID) {
         if ((PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN,
@@ -279,7 +291,10 @@ static spec_barrier_t *spec_barrier_get(MPI_Comm comm)
         return st;
     }
 
-    st = spec_barrier_setup(comm);
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) {
+        return NULL;
+    }
+    st = inter ? spec_barrier_inter() : spec_barrier_setup(comm);
     if (st != NULL) {
         PMPI_Comm_set_attr(comm, spec_barrier_keyval, st);
     }
@@ -288,20 +303,10 @@ static spec_barrier_t *spec_barrier_get(MPI_Comm comm)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    static int inter_logged = 0;
     spec_barrier_t *st;
     uint64_t seq;
-    int inter;
 
-    if (!spec_barrier_is_enabled() || (comm == MPI_COMM_NULL) ||
-        (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)) {
-        return PMPI_Barrier(comm);
-    }
-    if (inter) {
-        if (!inter_logged) {
-            inter_logged = 1;
-            spec_barrier_log(MPI_COMM_SELF, "an inter-communicator");
-        }
+    if (!spec_barrier_config.enable || (comm == MPI_COMM_NULL)) {
         return PMPI_Barrier(comm);
     }
 

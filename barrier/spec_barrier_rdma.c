@@ -19,6 +19,10 @@
  * release of the extra participant */
 #define SPEC_BARRIER_MAX_SLOTS 66
 
+/* Waits for a slot call MPI's progress every so many spins, as the node
+ * stage does (shm/specrdv_shm_barrier.c) */
+#define SPEC_BARRIER_PROGRESS  64
+
 
 typedef struct {
     ucp_ep_h   ep;
@@ -274,7 +278,7 @@ static void spec_barrier_await(spec_barrier_rdma_t *b, int slot, uint64_t seq)
 
     while (__atomic_load_n(&b->slots[slot], __ATOMIC_ACQUIRE) < seq) {
         ucp_worker_progress(b->worker);
-        if ((++spins % 64 == 0) && (b->progress != NULL)) {
+        if ((++spins % SPEC_BARRIER_PROGRESS == 0) && (b->progress != NULL)) {
             b->progress(b->progress_arg);
         }
     }
