@@ -53,10 +53,12 @@ $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
                   $(1)/.install-key
 	@mkdir -p $$(@D)
 	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include \
-	    -I$(1)/ucx-1.13.1/src -o $$@ $$< \
+	    -I$(1)/ucx-1.13.1/src -o $$@ $$(filter %.c,$$^) \
 	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib \
 	    -L$(1)/prefix/lib/ucx -Wl,-rpath,$(1)/prefix/lib/ucx \
 	    -luct_specrdv -lucp -luct -lucs -lcmocka
+# the barrier's pattern is compiled in from where it lives
+$(1)/test/unit/test_barrier_pattern: $(REPO)/barrier/spec_barrier_pattern.c
 endef
 $(eval $(call unit_rule,$(BUILD_DIR),))
 $(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))
@@ -105,7 +107,8 @@ check-mpi: build
 # The RDMA barrier for unchanged MPI programs (LD_PRELOAD), one library per
 # MPI, installed beside our UCX
 BARRIER_SRC  = $(addprefix $(REPO)/barrier/,spec_barrier_mpi.c \
-                 spec_barrier_rdma.c spec_barrier_rdma.h) \
+                 spec_barrier_rdma.c spec_barrier_rdma.h \
+                 spec_barrier_pattern.c spec_barrier_pattern.h) \
                $(REPO)/shm/specrdv_shm_barrier.c \
                $(REPO)/shm/specrdv_shm_barrier.h
 BARRIER_LIBS = $(PREFIX)/lib/libspec_barrier.openmpi.so \

@@ -44,6 +44,7 @@ typedef struct {
 
 typedef struct {
     int      enable;
+    unsigned radix;
     unsigned node;
 } spec_barrier_config_t;
 
@@ -53,6 +54,13 @@ static ucs_config_field_t spec_barrier_config_table[] = {
    "Take over MPI_Barrier: shared memory within a node, RDMA writes between\n"
    "nodes; n leaves every barrier to the MPI library.",
    ucs_offsetof(spec_barrier_config_t, enable), UCS_CONFIG_TYPE_BOOL},
+
+  {"RADIX", "2",
+   "Group size of each step between nodes (at least 2): 2 is the paper's\n"
+   "pairwise exchange, log2 N steps of one RDMA write each; k > 2 takes\n"
+   "log_k N steps of k - 1 writes each (recursive k-ing, as UCC's k-nomial\n"
+   "barrier).",
+   ucs_offsetof(spec_barrier_config_t, radix), UCS_CONFIG_TYPE_UINT},
 
   {"NODE", "0",
    "Tests only: treat each run of this many consecutive ranks of a\n"
@@ -219,6 +227,7 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
         PMPI_Comm_rank(st->masters, &master_rank);
         if ((masters > 1) &&
             (spec_barrier_rdma_create(&st->rdma, master_rank, masters,
+                                      spec_barrier_config.radix,
                                       spec_barrier_allgather,
                                       &st->masters) != 0)) {
             ok = 0;
@@ -243,6 +252,11 @@ UCS_STATIC_INIT {
                                     "SPEC_BARRIER_", 0) != UCS_OK) {
         fprintf(stderr, "ucx-spec barrier: invalid UCX_SPEC_BARRIER_* "
                 "configuration: every barrier is PMPI_Barrier\n");
+        spec_barrier_config.enable = 0;
+    } else if (spec_barrier_config.radix < 2) {
+        fprintf(stderr, "ucx-spec barrier: UCX_SPEC_BARRIER_RADIX=%u, must "
+                "be at least 2: every barrier is PMPI_Barrier\n",
+                spec_barrier_config.radix);
         spec_barrier_config.enable = 0;
     }
 }
@@ -305,6 +319,7 @@ int MPI_Barrier(MPI_Comm comm)
 {
     spec_barrier_t *st;
     uint64_t seq;
+    int rc;
 
     if (!spec_barrier_config.enable || (comm == MPI_COMM_NULL)) {
         return PMPI_Barrier(comm);
@@ -321,9 +336,16 @@ int MPI_Barrier(MPI_Comm comm)
     }
 
     seq = uct_specrdv_shm_barrier_gather(&st->shm);
-    if (st->rdma != NULL) {
-        spec_barrier_rdma_wait(st->rdma, seq);
-    }
+    rc  = (st->rdma != NULL) ? spec_barrier_rdma_wait(st->rdma, seq) : 0;
+    /* even after a failure: the node's processes must not hang in a stage
+     * that will never end */
     uct_specrdv_shm_barrier_release(&st->shm);
-    return MPI_SUCCESS;
+    if (rc == 0) {
+        return MPI_SUCCESS;
+    }
+
+    /* as a failed PMPI_Barrier would: the communicator's error handler
+     * decides, and MPI_ERRORS_ARE_FATAL, the default, ends the job */
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
 }

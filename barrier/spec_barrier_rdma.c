@@ -7,21 +7,21 @@
  */
 
 #include "spec_barrier_rdma.h"
+#include "spec_barrier_pattern.h"
 
 #include <ucp/api/ucp.h>
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 
-/* Slots: 0 the extra participant's arrival, 1..steps the exchange, then the
- * release of the extra participant */
-#define SPEC_BARRIER_MAX_SLOTS 66
-
-/* Waits for a slot call MPI's progress every so many spins, as the node
- * stage does (shm/specrdv_shm_barrier.c) */
+/* Waits for a slot call MPI's progress every so many spins, and yield the
+ * core every so many more, as the node stage does
+ * (shm/specrdv_shm_barrier.c) */
 #define SPEC_BARRIER_PROGRESS  64
+#define SPEC_BARRIER_YIELD     4096
 
 
 typedef struct {
@@ -31,20 +31,21 @@ typedef struct {
 } spec_barrier_peer_t;
 
 struct spec_barrier_rdma {
-    ucp_context_h       context;
-    ucp_worker_h        worker;
-    ucp_mem_h           memh;
-    volatile uint64_t   *slots;    /* written by the peers */
-    uint64_t            src[SPEC_BARRIER_MAX_SLOTS]; /* what we write */
-    void                *reqs[SPEC_BARRIER_MAX_SLOTS];
-    unsigned            num_reqs;
-    int                 rank;
-    int                 size;
-    int                 pof2;      /* largest power of two <= size */
-    int                 steps;     /* log2(pof2) */
-    spec_barrier_peer_t *peers;    /* by rank; ep NULL where we never write */
-    void                (*progress)(void *arg);
-    void                *progress_arg;
+    ucp_context_h          context;
+    ucp_worker_h           worker;
+    ucp_mem_h              memh;
+    volatile uint64_t      *slots;    /* written by the peers */
+    uint64_t               src;       /* what we write: the barrier's number */
+    spec_barrier_pattern_t pattern;
+    void                   **reqs;    /* our writes in flight, at most one
+                                         per operation */
+    unsigned               num_reqs;
+    int                    failed;
+    int                    size;
+    spec_barrier_peer_t    *peers;    /* by rank; ep NULL where we never
+                                         write */
+    void                   (*progress)(void *arg);
+    void                   *progress_arg;
 };
 
 /* What a participant tells the others, followed by its worker address and
@@ -57,20 +58,12 @@ typedef struct {
 } spec_barrier_blob_t;
 
 
-static int spec_barrier_partner_is(const spec_barrier_rdma_t *b, int peer)
+static int spec_barrier_writes_to(const spec_barrier_rdma_t *b, int peer)
 {
-    int k;
+    unsigned i;
 
-    if (b->rank >= b->pof2) {
-        return peer == b->rank - b->pof2;
-    }
-
-    if ((b->rank + b->pof2 < b->size) && (peer == b->rank + b->pof2)) {
-        return 1;
-    }
-
-    for (k = 0; k < b->steps; ++k) {
-        if (peer == (b->rank ^ (1 << k))) {
+    for (i = 0; i < b->pattern.num_ops; ++i) {
+        if (b->pattern.ops[i].write && (b->pattern.ops[i].peer == peer)) {
             return 1;
         }
     }
@@ -92,7 +85,7 @@ static void spec_barrier_local_setup(spec_barrier_rdma_t *b,
         .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = UCS_THREAD_MODE_SINGLE
     };
-    size_t slots_len = SPEC_BARRIER_MAX_SLOTS * sizeof(uint64_t);
+    size_t slots_len = b->pattern.num_slots * sizeof(uint64_t);
     ucp_mem_map_params_t mparams;
     spec_barrier_blob_t *blob;
     ucp_address_t *addr = NULL;
@@ -173,7 +166,7 @@ static int spec_barrier_connect(spec_barrier_rdma_t *b, int peer,
 }
 
 int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
-                             spec_barrier_allgather_func_t allgather,
+                             int radix, spec_barrier_allgather_func_t allgather,
                              void *arg)
 {
     spec_barrier_rdma_t *b = calloc(1, sizeof(*b));
@@ -188,13 +181,12 @@ int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
         blob     = &failed;
         blob_len = sizeof(failed);
     } else {
-        b->rank  = rank;
         b->size  = size;
-        for (b->pof2 = 1; b->pof2 * 2 <= size; b->pof2 *= 2) {
-            ++b->steps;
-        }
         b->peers = calloc(size, sizeof(*b->peers));
-        if (b->peers == NULL) {
+        if ((b->peers == NULL) ||
+            (spec_barrier_pattern_build(&b->pattern, rank, size, radix) != 0) ||
+            ((b->reqs = calloc(b->pattern.num_ops, sizeof(*b->reqs))) ==
+             NULL)) {
             blob     = &failed;
             blob_len = sizeof(failed);
         } else {
@@ -223,7 +215,7 @@ int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
         ok = ((const spec_barrier_blob_t*)(all + (size_t)i * max_len))->ok;
     }
     for (i = 0; ok && (i < size); ++i) {
-        if ((i != rank) && spec_barrier_partner_is(b, i)) {
+        if (spec_barrier_writes_to(b, i)) {
             ok = (spec_barrier_connect(
                           b, i, (const spec_barrier_blob_t*)
                                 (all + (size_t)i * max_len)) == 0);
@@ -247,19 +239,19 @@ int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
     return 0;
 }
 
-static void spec_barrier_put(spec_barrier_rdma_t *b, int peer, int slot,
-                             uint64_t seq)
+/* Our number into the peer's slot; a failure is logged and breaks the stage */
+static void spec_barrier_put(spec_barrier_rdma_t *b, int peer, unsigned slot)
 {
     ucp_request_param_t param = {0};
     ucs_status_ptr_t req;
 
-    b->src[slot] = seq;
-    req          = ucp_put_nbx(b->peers[peer].ep, &b->src[slot], sizeof(seq),
-                               b->peers[peer].slots + slot * sizeof(seq),
-                               b->peers[peer].rkey, &param);
+    req = ucp_put_nbx(b->peers[peer].ep, &b->src, sizeof(b->src),
+                      b->peers[peer].slots + slot * sizeof(b->src),
+                      b->peers[peer].rkey, &param);
     if (UCS_PTR_IS_ERR(req)) {
         fprintf(stderr, "ucx-spec barrier: write to participant %d failed: "
                 "%s\n", peer, ucs_status_string(UCS_PTR_STATUS(req)));
+        b->failed = 1;
     } else if (req != NULL) {
         b->reqs[b->num_reqs++] = req;
     }
@@ -272,47 +264,58 @@ void spec_barrier_rdma_set_progress(spec_barrier_rdma_t *b,
     b->progress_arg = arg;
 }
 
-static void spec_barrier_await(spec_barrier_rdma_t *b, int slot, uint64_t seq)
+static void spec_barrier_await(spec_barrier_rdma_t *b, unsigned slot)
 {
     unsigned spins = 0;
 
-    while (__atomic_load_n(&b->slots[slot], __ATOMIC_ACQUIRE) < seq) {
+    while (__atomic_load_n(&b->slots[slot], __ATOMIC_ACQUIRE) < b->src) {
         ucp_worker_progress(b->worker);
-        if ((++spins % SPEC_BARRIER_PROGRESS == 0) && (b->progress != NULL)) {
+        if (++spins % SPEC_BARRIER_PROGRESS != 0) {
+            continue;
+        }
+        if (b->progress != NULL) {
             b->progress(b->progress_arg);
+        }
+        if (spins % SPEC_BARRIER_YIELD == 0) {
+            sched_yield();
         }
     }
 }
 
-void spec_barrier_rdma_wait(spec_barrier_rdma_t *b, uint64_t seq)
+int spec_barrier_rdma_wait(spec_barrier_rdma_t *b, uint64_t seq)
 {
-    const int release = b->steps + 1;
-    int k;
+    const spec_barrier_op_t *op;
+    ucs_status_t status;
 
-    if (b->rank >= b->pof2) {
-        spec_barrier_put(b, b->rank - b->pof2, 0, seq);
-        spec_barrier_await(b, release, seq);
-    } else {
-        if (b->rank + b->pof2 < b->size) {
-            spec_barrier_await(b, 0, seq);
-        }
-        for (k = 0; k < b->steps; ++k) {
-            spec_barrier_put(b, b->rank ^ (1 << k), k + 1, seq);
-            spec_barrier_await(b, k + 1, seq);
-        }
-        if (b->rank + b->pof2 < b->size) {
-            spec_barrier_put(b, b->rank + b->pof2, release, seq);
+    if (b->failed) {
+        return -1;
+    }
+
+    b->src = seq;
+    for (op = b->pattern.ops; !b->failed &&
+                              (op < b->pattern.ops + b->pattern.num_ops);
+         ++op) {
+        if (op->write) {
+            spec_barrier_put(b, op->peer, op->slot);
+        } else {
+            spec_barrier_await(b, op->slot);
         }
     }
 
-    /* our writes' sources are reused by the next barrier */
+    /* our writes' source is the next barrier's number */
     while (b->num_reqs > 0) {
-        while (ucp_request_check_status(b->reqs[b->num_reqs - 1]) ==
-               UCS_INPROGRESS) {
+        while ((status = ucp_request_check_status(
+                        b->reqs[b->num_reqs - 1])) == UCS_INPROGRESS) {
             ucp_worker_progress(b->worker);
+        }
+        if (status != UCS_OK) {
+            fprintf(stderr, "ucx-spec barrier: a write failed: %s\n",
+                    ucs_status_string(status));
+            b->failed = 1;
         }
         ucp_request_free(b->reqs[--b->num_reqs]);
     }
+    return b->failed ? -1 : 0;
 }
 
 void spec_barrier_rdma_quiesce(spec_barrier_rdma_t *b,
@@ -369,6 +372,8 @@ void spec_barrier_rdma_destroy(spec_barrier_rdma_t *b)
         ucp_cleanup(b->context);
     }
     free((void*)b->slots);
+    free(b->reqs);
+    spec_barrier_pattern_free(&b->pattern);
     free(b->peers);
     free(b);
 }

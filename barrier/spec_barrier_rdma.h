@@ -3,15 +3,10 @@
  * 4 and 5.1), on UCP's RMA.
  *
  * Every participant (a node's master) registers one buffer of 8-byte slots,
- * and the buffers' addresses and keys are exchanged once.  A barrier is
- * pairwise exchange by recursive doubling: at step k a participant writes
- * the barrier's sequence number into slot k of its partner with one RDMA
- * write (ucp_put_nbx) and waits until its own slot k holds at least that
- * number; it reads only its own memory.  With N not a power of two, the
- * N - P participants beyond the largest power of two P first write into a
- * partner below P and, once those P have met, are released by it: two more
- * steps, ceil(log2 N) + 2 in all.  Numbers only grow, so consecutive
- * barriers cannot be confused and no slot is ever cleared.
+ * and the buffers' addresses and keys are exchanged once.  A barrier runs
+ * the participant's operations (spec_barrier_pattern.h, recursive doubling
+ * or k-ing): each write is one ucp_put_nbx of the barrier's sequence number
+ * into a peer's slot, each wait a poll of one of our own slots.
  *
  * This file knows nothing of MPI: the address exchange is a callback.
  *
@@ -37,19 +32,24 @@ typedef int (*spec_barrier_allgather_func_t)(const void *in, void *out,
  * Collective over the participants: set up UCP, register the slots and
  * exchange them.  A participant that fails locally still takes part in every
  * exchange, so that none waits for it; each then learns whether all
- * succeeded.
+ * succeeded.  @a radix (at least 2) is the exchange's group size.
  * @return 0 when every participant succeeded, else -1 (and *b_p NULL).
  */
 int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
-                             spec_barrier_allgather_func_t allgather,
+                             int radix, spec_barrier_allgather_func_t allgather,
                              void *arg);
 
 /* What a wait calls besides UCP's progress, every so often (MPI's) */
 void spec_barrier_rdma_set_progress(spec_barrier_rdma_t *b,
                                     void (*progress)(void *arg), void *arg);
 
-/* The barrier numbered @a seq (1, 2, ...) among the participants */
-void spec_barrier_rdma_wait(spec_barrier_rdma_t *b, uint64_t seq);
+/**
+ * The barrier numbered @a seq (1, 2, ...) among the participants.
+ * @return 0, or -1 once a write to a peer has failed: this stage is then
+ *         broken for good (every later call returns -1 at once), and peers
+ *         may wait for the write forever, as for a process that died.
+ */
+int spec_barrier_rdma_wait(spec_barrier_rdma_t *b, uint64_t seq);
 
 /**
  * Collective, before destroy: finish what UCP still owes the peers (its
