@@ -153,8 +153,8 @@ RDMA_GTEST_FILTER = specrdv/*-specrdv/test_uct_perf.*:specrdv/test_uct_loopback.
 
 RDMA_MPI = $(BUILD_DIR)/test/rdma-mpi
 RDMA_MPI_PROGS = $(addprefix $(RDMA_MPI)/,pingpong_verify spec_stress \
-                   alltoall_verify turns_verify pingpong_verify.mpich \
-                   ucp_fanin)
+                   alltoall_verify turns_verify barrier_skew \
+                   pingpong_verify.mpich ucp_fanin)
 # a UCP program: it loads whichever UCX LD_LIBRARY_PATH names
 $(RDMA_MPI)/ucp_fanin: $(REPO)/test/rdma/ucp_fanin.c $(BUILD_DIR)/.install-key
 	@mkdir -p $(@D)
@@ -169,7 +169,7 @@ $(RDMA_MPI)/%.mpich: $(REPO)/test/mpi/%.c
 
 check-rdma: build
 	@$(REPO)/contrib/install-deps rdma
-	@$(MAKE) --no-print-directory $(RDMA_MPI_PROGS)
+	@$(MAKE) --no-print-directory $(RDMA_MPI_PROGS) $(BARRIER_LIBS)
 	@$(REPO)/contrib/ucx-gtest $(BUILD_DIR) --build-only
 	@rc=0; $(REPO)/test/rdma/selftest || rc=1; \
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 1500 -- \
