@@ -197,10 +197,16 @@ ucs_status_t uct_specrdv_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         return UCS_ERR_BUSY;
     }
 
-    uct_pending_req_arb_group_push(&ep->arb_group, req);
-    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
-    UCT_TL_EP_STAT_PEND(&ep->super);
+    uct_specrdv_ep_pending_push(ep, req);
     return UCS_OK;
+}
+
+void uct_specrdv_ep_pending_push(uct_specrdv_ep_t *ep, uct_pending_req_t *req)
+{
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ucs_arbiter_group_schedule(&uct_specrdv_ep_iface(ep)->arbiter,
+                               &ep->arb_group);
+    UCT_TL_EP_STAT_PEND(&ep->super);
 }
 
 ucs_arbiter_cb_result_t

@@ -88,6 +88,9 @@ ucs_status_t uct_specrdv_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
 ucs_status_t uct_specrdv_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                         unsigned flags);
+/* Queue @a req unconditionally: for a writer whose other operations need
+ * more than an active message does */
+void uct_specrdv_ep_pending_push(uct_specrdv_ep_t *ep, uct_pending_req_t *req);
 void uct_specrdv_ep_pending_purge(uct_ep_h tl_ep,
                                   uct_pending_purge_callback_t cb, void *arg);
 ucs_arbiter_cb_result_t

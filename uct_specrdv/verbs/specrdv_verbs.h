@@ -16,7 +16,9 @@
  *    the sealed slot from the sender's registered mirror of the ring,
  *    inline when small; the fallback channel is SEND into a shared receive
  *    queue; credits and ring answers are 4-byte RDMA writes.
- *  - put/get (specrdv_verbs_ep.c): RDMA write/read.
+ *  - put/get (specrdv_verbs_ep.c): RDMA write/read, from the user's memory
+ *    (zcopy) or through a registered bounce buffer (bcopy, which UCP asks
+ *    of a transport before it takes it for RMA at all).
  *
  * See file LICENSE for terms.
  */
@@ -43,6 +45,9 @@
 
 /* Most iov entries of a put/get */
 #define UCT_SPECRDV_VERBS_MAX_IOV    8
+
+/* A put/get bcopy's bounce buffer: UCX's IB segment (UCX_IB_SEG_SIZE) */
+#define UCT_SPECRDV_VERBS_BCOPY_SIZE 8192
 
 
 /* UCX_SPECRDV_VERBS_* */
@@ -130,6 +135,7 @@ typedef struct uct_specrdv_verbs_iface {
                                                work request, signalled or
                                                not: the send CQ holds them */
     unsigned                  answers_due;  /* ring answers still to write */
+    ucs_mpool_t               bcopy_mp;     /* put/get bounce buffers */
     /* wireup */
     int                       listen_fd;
     uint16_t                  port;         /* network order */
@@ -199,6 +205,18 @@ typedef struct uct_specrdv_verbs_comp {
     uint64_t                  sn;
     uct_completion_t          *comp;
 } uct_specrdv_verbs_comp_t;
+
+
+/* A bounce buffer lent to one RDMA write or read until its work request
+ * completes; the bytes follow it */
+typedef struct uct_specrdv_verbs_bcopy_desc {
+    uct_completion_t          done;       /* gives it back */
+    uct_completion_t          *comp;      /* a get's user completion */
+    uct_unpack_callback_t     unpack_cb;  /* a get's */
+    void                      *unpack_arg;
+    unsigned                  length;
+    uint32_t                  lkey;
+} uct_specrdv_verbs_bcopy_desc_t;
 
 
 enum {
@@ -346,6 +364,11 @@ ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
 ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
                                              uct_specrdv_verbs_peer_t *peer,
                                              uct_completion_t *comp);
+/* The same with @a elem allocated before the post, so that nothing can fail
+ * once a work request is posted */
+void uct_specrdv_verbs_peer_push_comp(uct_specrdv_verbs_peer_t *peer,
+                                      uct_specrdv_verbs_comp_t *elem,
+                                      uct_completion_t *comp);
 unsigned uct_specrdv_verbs_poll_send(uct_specrdv_verbs_iface_t *iface);
 ucs_status_t uct_specrdv_verbs_post_recvs(uct_specrdv_verbs_iface_t *iface);
 /* Write the answer to the peer's last ring request, or remember to */
@@ -383,10 +406,24 @@ UCS_CLASS_DECLARE_NEW_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t,
                            const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_specrdv_verbs_ep_t, uct_ep_t);
 
+ucs_status_t uct_specrdv_verbs_ep_pending_add(uct_ep_h tl_ep,
+                                              uct_pending_req_t *req,
+                                              unsigned flags);
 ucs_status_t uct_specrdv_verbs_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                             unsigned length,
                                             uint64_t remote_addr,
                                             uct_rkey_t rkey);
+ssize_t uct_specrdv_verbs_ep_put_bcopy(uct_ep_h tl_ep,
+                                       uct_pack_callback_t pack_cb, void *arg,
+                                       uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_specrdv_verbs_ep_get_bcopy(uct_ep_h tl_ep,
+                                            uct_unpack_callback_t unpack_cb,
+                                            void *arg, size_t length,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp);
+void uct_specrdv_verbs_bcopy_desc_init(uct_iface_h tl_iface, void *obj,
+                                       uct_mem_h memh);
 ucs_status_t uct_specrdv_verbs_ep_put_zcopy(uct_ep_h tl_ep,
                                             const uct_iov_t *iov, size_t iovcnt,
                                             uint64_t remote_addr,

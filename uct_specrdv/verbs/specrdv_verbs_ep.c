@@ -14,6 +14,7 @@
 #include "specrdv_verbs.h"
 
 #include <uct/base/uct_iov.inl>
+#include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <arpa/inet.h>
 
@@ -95,6 +96,24 @@ uct_specrdv_verbs_ep_rma_begin(uct_specrdv_ep_t *ep)
            UCS_OK : UCS_ERR_NO_RESOURCE;
 }
 
+/* RDMA needs the QP and a work request, which an active message does not
+ * wait for (it waits in a fallback buffer): where RDMA could not go now, the
+ * request waits even if an active message could, or UCP would retry an RDMA
+ * operation refused for want of the QP again and again */
+ucs_status_t uct_specrdv_verbs_ep_pending_add(uct_ep_h tl_ep,
+                                              uct_pending_req_t *req,
+                                              unsigned flags)
+{
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+
+    if (uct_specrdv_verbs_ep_rma_begin(ep) != UCS_OK) {
+        uct_specrdv_ep_pending_push(ep, req);
+        return UCS_OK;
+    }
+
+    return uct_specrdv_ep_pending_add(tl_ep, req, flags);
+}
+
 static ucs_status_t
 uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
                          uct_completion_t *comp)
@@ -102,6 +121,7 @@ uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
     uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(ep->peer);
+    uct_specrdv_verbs_comp_t *elem   = NULL;
     ucs_status_t status;
 
     status = uct_specrdv_verbs_ep_rma_begin(ep);
@@ -109,19 +129,136 @@ uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
         return status;
     }
 
+    if (comp != NULL) {
+        elem = ucs_malloc(sizeof(*elem), "specrdv_verbs_comp");
+        if (elem == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
     status = uct_specrdv_verbs_peer_post(iface, peer, wr, comp != NULL);
     if (ucs_unlikely(status != UCS_OK)) {
+        ucs_free(elem);
         return status;
     }
 
     if (comp != NULL) {
-        status = uct_specrdv_verbs_peer_add_comp(iface, peer, comp);
-        if (status != UCS_OK) {
-            return status;
-        }
+        uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
+    }
+    return UCS_INPROGRESS;
+}
+
+void uct_specrdv_verbs_bcopy_desc_init(uct_iface_h tl_iface, void *obj,
+                                       uct_mem_h memh)
+{
+    uct_specrdv_verbs_bcopy_desc_t *desc = obj;
+
+    desc->lkey = ((struct ibv_mr*)memh)->lkey;
+}
+
+/* The work request is done: a get's bytes go to the user, and the buffer
+ * back to the pool */
+static void uct_specrdv_verbs_bcopy_done(uct_completion_t *self)
+{
+    uct_specrdv_verbs_bcopy_desc_t *desc =
+            ucs_container_of(self, uct_specrdv_verbs_bcopy_desc_t, done);
+
+    if ((desc->unpack_cb != NULL) && (self->status == UCS_OK)) {
+        desc->unpack_cb(desc->unpack_arg, desc + 1, desc->length);
+    }
+    if (desc->comp != NULL) {
+        uct_invoke_completion(desc->comp, self->status);
+    }
+    ucs_mpool_put(desc);
+}
+
+static ucs_status_t
+uct_specrdv_verbs_ep_bcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
+                           uct_specrdv_verbs_bcopy_desc_t *desc,
+                           uint64_t remote_addr, uct_rkey_t rkey)
+{
+    struct ibv_sge sge    = {
+        .addr   = (uintptr_t)(desc + 1),
+        .length = desc->length,
+        .lkey   = desc->lkey
+    };
+    struct ibv_send_wr wr = {
+        .sg_list             = &sge,
+        .num_sge             = 1,
+        .opcode              = opcode,
+        .send_flags          = 0,
+        .wr.rdma.remote_addr = remote_addr,
+        .wr.rdma.rkey        = rkey
+    };
+    ucs_status_t status;
+
+    desc->done.func   = uct_specrdv_verbs_bcopy_done;
+    desc->done.count  = 1;
+    desc->done.status = UCS_OK;
+    status = uct_specrdv_verbs_ep_rma(tl_ep, &wr, &desc->done);
+    if (status != UCS_INPROGRESS) {
+        ucs_mpool_put(desc);
+    }
+    return status;
+}
+
+ssize_t uct_specrdv_verbs_ep_put_bcopy(uct_ep_h tl_ep,
+                                       uct_pack_callback_t pack_cb, void *arg,
+                                       uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
+    uct_specrdv_verbs_bcopy_desc_t *desc;
+    ucs_status_t status;
+    size_t length;
+
+    desc = ucs_mpool_get_inline(&iface->bcopy_mp);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
     }
 
-    return UCS_INPROGRESS;
+    length          = pack_cb(desc + 1, arg);
+    desc->length    = length;
+    desc->comp      = NULL;
+    desc->unpack_cb = NULL;
+    status          = uct_specrdv_verbs_ep_bcopy(tl_ep, IBV_WR_RDMA_WRITE, desc,
+                                                 remote_addr, rkey);
+    if (ucs_unlikely(status != UCS_INPROGRESS)) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
+ucs_status_t uct_specrdv_verbs_ep_get_bcopy(uct_ep_h tl_ep,
+                                            uct_unpack_callback_t unpack_cb,
+                                            void *arg, size_t length,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
+    uct_specrdv_verbs_bcopy_desc_t *desc;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, UCT_SPECRDV_VERBS_BCOPY_SIZE, "get_bcopy");
+    desc = ucs_mpool_get_inline(&iface->bcopy_mp);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    desc->length     = length;
+    desc->comp       = comp;
+    desc->unpack_cb  = unpack_cb;
+    desc->unpack_arg = arg;
+    status           = uct_specrdv_verbs_ep_bcopy(tl_ep, IBV_WR_RDMA_READ, desc,
+                                                  remote_addr, rkey);
+    if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    }
+    return status;
 }
 
 ucs_status_t uct_specrdv_verbs_ep_put_short(uct_ep_h tl_ep, const void *buffer,

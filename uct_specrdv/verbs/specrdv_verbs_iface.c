@@ -14,6 +14,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <arpa/inet.h>
+#include <limits.h>
 #include <stdlib.h>
 
 
@@ -110,6 +111,13 @@ static void uct_specrdv_verbs_port_perf(const struct ibv_port_attr *attr,
     *bw_p       = lanes * signal_rate * encoding / 8;
 }
 
+/* Bounce buffers for put/get bcopy, as many as the operations in flight;
+ * each holds a work request until it completes */
+static const uct_iface_mpool_config_t uct_specrdv_verbs_bcopy_mp_config = {
+    .max_bufs  = UINT_MAX,
+    .bufs_grow = 16
+};
+
 static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
                                                   uct_iface_attr_t *iface_attr)
 {
@@ -130,10 +138,14 @@ static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
     iface_attr->iface_addr_len  = sizeof(uct_specrdv_verbs_iface_addr_t);
     iface_attr->cap.flags      |= UCT_IFACE_FLAG_EP_CHECK |
                                   UCT_IFACE_FLAG_PUT_SHORT |
+                                  UCT_IFACE_FLAG_PUT_BCOPY |
                                   UCT_IFACE_FLAG_PUT_ZCOPY |
+                                  UCT_IFACE_FLAG_GET_BCOPY |
                                   UCT_IFACE_FLAG_GET_ZCOPY;
 
     iface_attr->cap.put.max_short       = iface->config.max_inline;
+    iface_attr->cap.put.max_bcopy       = UCT_SPECRDV_VERBS_BCOPY_SIZE;
+    iface_attr->cap.get.max_bcopy       = UCT_SPECRDV_VERBS_BCOPY_SIZE;
     iface_attr->cap.put.min_zcopy       = 0;
     iface_attr->cap.put.max_zcopy       = port_attr.max_msg_sz;
     iface_attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
@@ -270,9 +282,11 @@ static uct_iface_ops_t uct_specrdv_verbs_iface_tl_ops = {
     .ep_am_bcopy              = uct_specrdv_ep_am_bcopy,
     .ep_am_zcopy              = uct_specrdv_ep_am_zcopy,
     .ep_put_short             = uct_specrdv_verbs_ep_put_short,
+    .ep_put_bcopy             = uct_specrdv_verbs_ep_put_bcopy,
     .ep_put_zcopy             = uct_specrdv_verbs_ep_put_zcopy,
+    .ep_get_bcopy             = uct_specrdv_verbs_ep_get_bcopy,
     .ep_get_zcopy             = uct_specrdv_verbs_ep_get_zcopy,
-    .ep_pending_add           = uct_specrdv_ep_pending_add,
+    .ep_pending_add           = uct_specrdv_verbs_ep_pending_add,
     .ep_pending_purge         = uct_specrdv_ep_pending_purge,
     .ep_flush                 = uct_specrdv_verbs_ep_flush,
     .ep_fence                 = uct_specrdv_verbs_ep_fence,
@@ -523,6 +537,19 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
                                                       config->tx_queue_len / 4),
                                               1);
 
+    status = uct_iface_mpool_init(&self->super.super, &self->bcopy_mp,
+                                  sizeof(uct_specrdv_verbs_bcopy_desc_t) +
+                                  UCT_SPECRDV_VERBS_BCOPY_SIZE,
+                                  sizeof(uct_specrdv_verbs_bcopy_desc_t),
+                                  UCS_SYS_CACHE_LINE_SIZE,
+                                  &uct_specrdv_verbs_bcopy_mp_config,
+                                  uct_specrdv_verbs_bcopy_mp_config.bufs_grow,
+                                  uct_specrdv_verbs_bcopy_desc_init,
+                                  "specrdv_verbs_bcopy");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     status = uct_specrdv_verbs_iface_rx_init(self);
     if (status != UCS_OK) {
         goto err;
@@ -542,6 +569,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
 
 err:
     uct_specrdv_verbs_iface_rx_cleanup(self);
+    ucs_mpool_cleanup(&self->bcopy_mp, 1);
     return status;
 }
 
@@ -557,6 +585,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_iface_t)
 
     uct_specrdv_verbs_wireup_cleanup(self);
     uct_specrdv_verbs_iface_rx_cleanup(self);
+    ucs_mpool_cleanup(&self->bcopy_mp, 1);
 }
 
 UCS_CLASS_DEFINE(uct_specrdv_verbs_iface_t, uct_specrdv_iface_t);

@@ -176,21 +176,28 @@ ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
     return uct_specrdv_verbs_peer_post(iface, peer, &wr, 1);
 }
 
+void uct_specrdv_verbs_peer_push_comp(uct_specrdv_verbs_peer_t *peer,
+                                      uct_specrdv_verbs_comp_t *elem,
+                                      uct_completion_t *comp)
+{
+    ucs_assert(peer->sn_signalled == peer->sn_posted);
+    elem->sn   = peer->sn_posted;
+    elem->comp = comp;
+    ucs_queue_push(&peer->comps, &elem->queue);
+}
+
 ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
                                              uct_specrdv_verbs_peer_t *peer,
                                              uct_completion_t *comp)
 {
     uct_specrdv_verbs_comp_t *elem;
 
-    ucs_assert(peer->sn_signalled == peer->sn_posted);
     elem = ucs_malloc(sizeof(*elem), "specrdv_verbs_comp");
     if (elem == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
-    elem->sn   = peer->sn_posted;
-    elem->comp = comp;
-    ucs_queue_push(&peer->comps, &elem->queue);
+    uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
     return UCS_OK;
 }
 
