@@ -250,18 +250,21 @@ $(POLL_COST): $(REPO)/perf/poll_cost.c $(BUILD_DIR)/.install-key
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory $(MPI_BENCH) $(POLL_COST)
+	@$(MAKE) --no-print-directory $(MPI_BENCH) $(POLL_COST) $(BARRIER_LIBS) \
+	    $(BUILD_DIR)/test/perf/barrier_bench.openmpi
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
 	    -w $(BUILD_DIR)/test/perf -t 2400 \
 	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \
 	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
-	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv
+	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv \
+	    $(RESULTS)/barrier-rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/specrdv-rdma-guest.csv \
 	    --baseline rc_verbs,ud_verbs
 	$(REPO)/perf/report $(RESULTS)/spec-rdma-guest.csv --baseline stock --plot %
+	$(REPO)/perf/report $(RESULTS)/barrier-rdma-guest.csv --baseline own
 	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/specrdv-rdma-guest.md \
-	    $(RESULTS)/spec-rdma-guest.md
+	    $(RESULTS)/spec-rdma-guest.md $(RESULTS)/barrier-rdma-guest.md
 
 # UCX's own gtest, built from the same tree (~250 C++ files, about 6 minutes
 # here); GTEST_FILTER selects the suites.  check-gtest runs UCX's generic UCT
