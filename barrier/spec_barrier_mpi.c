@@ -172,6 +172,27 @@ static int spec_barrier_split_node(MPI_Comm comm, MPI_Comm *node)
                                 node);
 }
 
+/* Whether this host runs more of the communicator's processes than it has
+ * cores: then a waiting process yields at every spin, as Open MPI's
+ * mpi_yield_when_idle does for an oversubscribed job.  Collective. */
+static int spec_barrier_oversubscribed(MPI_Comm comm, MPI_Comm node)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    MPI_Comm host;
+    int local;
+
+    if (spec_barrier_config.node == 0) {
+        PMPI_Comm_size(node, &local);
+    } else if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0,
+                                    MPI_INFO_NULL, &host) == MPI_SUCCESS) {
+        PMPI_Comm_size(host, &local);
+        PMPI_Comm_free(&host);
+    } else {
+        return 0;
+    }
+    return (cpus > 0) && (local > cpus);
+}
+
 static void spec_barrier_log(MPI_Comm comm, const char *why)
 {
     char host[64] = "?";
@@ -191,6 +212,7 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
 {
     spec_barrier_t *st = calloc(1, sizeof(*st));
     int node_rank, node_size, master_rank, masters, shmid, ok, all_ok;
+    int oversubscribed;
 
     if (st == NULL) {
         return NULL;
@@ -204,6 +226,7 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
     }
     PMPI_Comm_rank(st->node, &node_rank);
     PMPI_Comm_size(st->node, &node_size);
+    oversubscribed = spec_barrier_oversubscribed(comm, st->node);
 
     /* the node's segment: the master creates it, everyone attaches, and it
      * is marked for removal once all have */
@@ -214,6 +237,7 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
                                                  node_rank,
                                                  spec_barrier_mpi_progress,
                                                  &st->node) == 0);
+    st->shm.yield_always = oversubscribed;
     PMPI_Barrier(st->node);
     if ((node_rank == 0) && (shmid >= 0)) {
         uct_specrdv_shm_barrier_unlink(shmid);
@@ -233,7 +257,7 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
             ok = 0;
         } else if (st->rdma != NULL) {
             spec_barrier_rdma_set_progress(st->rdma, spec_barrier_mpi_progress,
-                                           &st->masters);
+                                           &st->masters, oversubscribed);
         }
     }
 

@@ -18,8 +18,8 @@
 
 
 /* Waits for a slot call MPI's progress every so many spins, and yield the
- * core every so many more, as the node stage does
- * (shm/specrdv_shm_barrier.c) */
+ * core every so many more (when oversubscribed, both at every spin), as the
+ * node stage does (shm/specrdv_shm_barrier.c) */
 #define SPEC_BARRIER_PROGRESS  64
 #define SPEC_BARRIER_YIELD     4096
 
@@ -46,6 +46,7 @@ struct spec_barrier_rdma {
                                          write */
     void                   (*progress)(void *arg);
     void                   *progress_arg;
+    int                    yield_always;
 };
 
 /* What a participant tells the others, followed by its worker address and
@@ -258,26 +259,28 @@ static void spec_barrier_put(spec_barrier_rdma_t *b, int peer, unsigned slot)
 }
 
 void spec_barrier_rdma_set_progress(spec_barrier_rdma_t *b,
-                                    void (*progress)(void *arg), void *arg)
+                                    void (*progress)(void *arg), void *arg,
+                                    int yield_always)
 {
     b->progress     = progress;
     b->progress_arg = arg;
+    b->yield_always = yield_always;
 }
 
 static void spec_barrier_await(spec_barrier_rdma_t *b, unsigned slot)
 {
-    unsigned spins = 0;
+    const int oversubscribed = b->yield_always;
+    unsigned spins           = 0;
 
     while (__atomic_load_n(&b->slots[slot], __ATOMIC_ACQUIRE) < b->src) {
         ucp_worker_progress(b->worker);
-        if (++spins % SPEC_BARRIER_PROGRESS != 0) {
-            continue;
-        }
-        if (b->progress != NULL) {
-            b->progress(b->progress_arg);
-        }
-        if (spins % SPEC_BARRIER_YIELD == 0) {
+        ++spins;
+        if (oversubscribed || (spins % SPEC_BARRIER_YIELD == 0)) {
             sched_yield();
+        }
+        if ((oversubscribed || (spins % SPEC_BARRIER_PROGRESS == 0)) &&
+            (b->progress != NULL)) {
+            b->progress(b->progress_arg);
         }
     }
 }

@@ -39,9 +39,11 @@ int spec_barrier_rdma_create(spec_barrier_rdma_t **b_p, int rank, int size,
                              int radix, spec_barrier_allgather_func_t allgather,
                              void *arg);
 
-/* What a wait calls besides UCP's progress, every so often (MPI's) */
+/* What a wait calls besides UCP's progress, every so often (MPI's); with
+ * @a yield_always (more processes than cores) every spin yields the core */
 void spec_barrier_rdma_set_progress(spec_barrier_rdma_t *b,
-                                    void (*progress)(void *arg), void *arg);
+                                    void (*progress)(void *arg), void *arg,
+                                    int yield_always);
 
 /**
  * The barrier numbered @a seq (1, 2, ...) among the participants.

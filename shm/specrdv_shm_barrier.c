@@ -12,17 +12,26 @@
 #include <stddef.h>
 
 
-/* Spins between two progress calls, and between two yields: with more
- * processes than cores (an oversubscribed job), the one we wait for may
- * need our core */
+/* Spins between two progress calls, and between two yields (with more
+ * processes than cores, every spin does both) */
 #define UCT_SPECRDV_SHM_BARRIER_PROGRESS 64
 #define UCT_SPECRDV_SHM_BARRIER_YIELD    4096
 
 
+/* @a oversubscribed is the owner's yield_always, read once per wait so that
+ * a spin reads nothing but the line it waits on */
 static void uct_specrdv_shm_barrier_pause(uct_specrdv_shm_barrier_t *b,
-                                          unsigned *spins)
+                                          unsigned *spins, int oversubscribed)
 {
     ++*spins;
+    if (oversubscribed) {
+        /* the process we wait for, or the one MPI's progress waits for, may
+         * need our core: give it at every spin, and serve MPI every time */
+        b->progress(b->progress_arg);
+        sched_yield();
+        return;
+    }
+
     if (*spins % UCT_SPECRDV_SHM_BARRIER_YIELD == 0) {
         sched_yield();
     }
@@ -61,6 +70,7 @@ int uct_specrdv_shm_barrier_attach(uct_specrdv_shm_barrier_t *b, int shmid,
     b->seq          = 0;
     b->progress     = progress;
     b->progress_arg = progress_arg;
+    b->yield_always = 0;
     return 0;
 }
 
@@ -77,13 +87,14 @@ void uct_specrdv_shm_barrier_detach(uct_specrdv_shm_barrier_t *b)
 
 uint64_t uct_specrdv_shm_barrier_gather(uct_specrdv_shm_barrier_t *b)
 {
-    uint64_t seq    = ++b->seq;
-    unsigned spins  = 0;
+    const int oversubscribed = b->yield_always;
+    uint64_t seq             = ++b->seq;
+    unsigned spins           = 0;
     int i;
 
     for (i = 1; i < b->size; ++i) {
         while (__atomic_load_n(&b->lines[i].seq, __ATOMIC_ACQUIRE) < seq) {
-            uct_specrdv_shm_barrier_pause(b, &spins);
+            uct_specrdv_shm_barrier_pause(b, &spins, oversubscribed);
         }
     }
     return seq;
@@ -96,11 +107,12 @@ void uct_specrdv_shm_barrier_release(uct_specrdv_shm_barrier_t *b)
 
 void uct_specrdv_shm_barrier_arrive(uct_specrdv_shm_barrier_t *b)
 {
-    uint64_t seq   = ++b->seq;
-    unsigned spins = 0;
+    const int oversubscribed = b->yield_always;
+    uint64_t seq             = ++b->seq;
+    unsigned spins           = 0;
 
     __atomic_store_n(&b->lines[b->rank].seq, seq, __ATOMIC_RELEASE);
     while (__atomic_load_n(&b->lines[0].seq, __ATOMIC_ACQUIRE) < seq) {
-        uct_specrdv_shm_barrier_pause(b, &spins);
+        uct_specrdv_shm_barrier_pause(b, &spins, oversubscribed);
     }
 }

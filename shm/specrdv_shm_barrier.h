@@ -40,6 +40,9 @@ typedef struct uct_specrdv_shm_barrier {
     uint64_t                       seq;     /* barriers entered so far */
     void                           (*progress)(void *arg);
     void                           *progress_arg;
+    int                            yield_always; /* set by the owner when
+                                                    the host has more
+                                                    processes than cores */
 } uct_specrdv_shm_barrier_t;
 
 
