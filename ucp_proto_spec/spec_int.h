@@ -190,12 +190,9 @@ typedef struct ucp_proto_spec_rreq {
 
 
 enum {
-    UCP_PROTO_SPEC_STAT_RTR_SENT,
-    UCP_PROTO_SPEC_STAT_RTR_USED,
-    UCP_PROTO_SPEC_STAT_RTR_DROPPED,
-    UCP_PROTO_SPEC_STAT_ACKS,
-    UCP_PROTO_SPEC_STAT_STOP,
-    UCP_PROTO_SPEC_STAT_RESUME,
+#define UCP_PROTO_SPEC_STAT_ENUM(_name, _words) UCP_PROTO_SPEC_STAT_##_name,
+    UCP_PROTO_SPEC_COUNTERS(UCP_PROTO_SPEC_STAT_ENUM)
+#undef UCP_PROTO_SPEC_STAT_ENUM
     UCP_PROTO_SPEC_STAT_LAST
 };
 
@@ -235,6 +232,15 @@ typedef struct ucp_proto_spec_worker {
     ucp_proto_spec_counters_t cnt;
     UCS_STATS_NODE_DECLARE(stats)
 } ucp_proto_spec_worker_t;
+
+
+/* Count @a _n on the worker's counter @a _name, and on its UCS stats twin */
+#define UCP_PROTO_SPEC_COUNT(_spec, _name, _n) \
+    do { \
+        (_spec)->cnt._name += (_n); \
+        UCS_STATS_UPDATE_COUNTER((_spec)->stats, \
+                                 UCP_PROTO_SPEC_STAT_##_name, (_n)); \
+    } while (0)
 
 
 /* spec_env.c */

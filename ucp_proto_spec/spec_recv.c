@@ -223,7 +223,7 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     }
 
     sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
-    spec->cnt.ctl_bytes += sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size;
+    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes, sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size);
     return UCS_OK;
 }
 
@@ -329,7 +329,7 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
 
     ahead = ucp_proto_spec_count_ahead(spec, rreq, env);
     if (ahead < 0) {
-        ++spec->cnt.blocked;
+        UCP_PROTO_SPEC_COUNT(spec, blocked, 1);
         return;
     }
 
@@ -378,8 +378,7 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
     ucp_request_set_super(carrier, rreq);
     ucp_send_request_id_alloc(carrier);
 
-    ++spec->cnt.rtr_sent;
-    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_SENT, 1);
+    UCP_PROTO_SPEC_COUNT(spec, rtr_sent, 1);
     ucp_trace_req(rreq, "spec: RTR pos 0x%" PRIx64 " to %s", sr->pos,
                   ucp_ep_peer_name(ep));
     ucp_request_send(carrier);
@@ -426,7 +425,7 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
                      "speculation stops for it (tags must name the sender)",
                      env->tag);
             env->flags |= UCP_PROTO_SPEC_RX_CONFLICT;
-            ++spec->cnt.conflicts;
+            UCP_PROTO_SPEC_COUNT(spec, conflicts, 1);
         }
         env->ep_id = hdr->sreq.ep_id;
         env->epoch = epoch;
@@ -440,7 +439,7 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
                  PRIu64 " expected; speculation stops for it", env->tag,
                  index, env->arrivals);
         env->flags |= UCP_PROTO_SPEC_RX_CONFLICT;
-        ++spec->cnt.conflicts;
+        UCP_PROTO_SPEC_COUNT(spec, conflicts, 1);
     }
 
     env->arrivals = index + 1;
@@ -449,12 +448,12 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
 
     if (flags & UCP_PROTO_SPEC_RTS_FLAG_STOP) {
         env->flags |= UCP_PROTO_SPEC_RX_STOPPED;
-        ++spec->cnt.stop_recv;
+        UCP_PROTO_SPEC_COUNT(spec, stop_recv, 1);
     }
 
     if (flags & UCP_PROTO_SPEC_RTS_FLAG_RESUME) {
         env->flags &= ~UCP_PROTO_SPEC_RX_STOPPED;
-        ++spec->cnt.resume_recv;
+        UCP_PROTO_SPEC_COUNT(spec, resume_recv, 1);
     }
 
     /* the sender side's decline rule (spec_send.c) looks at this */
@@ -484,11 +483,11 @@ void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
          * the sender drops that RTR (Fig. 7 case 2, Fig. 10 case 2) */
         sr = rreq->recv.spec;
         if (sr->flags & UCP_PROTO_SPEC_RREQ_RTR) {
-            ++spec->cnt.rtr_dead;
+            UCP_PROTO_SPEC_COUNT(spec, rtr_dead, 1);
             ucp_proto_spec_rtr_release(spec, sr, 0);
         }
         if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
-            ++spec->cnt.cancel_failed;
+            UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
         }
         ucp_proto_spec_rreq_free(spec, sr);
     }
@@ -539,14 +538,13 @@ ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
         sr->env->flags |= UCP_PROTO_SPEC_RX_TAKEN;
     }
     if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
-        ++spec->cnt.cancel_failed;
+        UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
     }
 
     ucp_proto_spec_rtr_detach(sr);
     carrier->send.buffer = NULL; /* UCX's ATP or purge finishes the carrier */
     ucp_proto_spec_rreq_free(spec, sr);
-    ++spec->cnt.rtr_ack_recv;
-    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_ACKS, 1);
+    UCP_PROTO_SPEC_COUNT(spec, rtr_ack_recv, 1);
     ucp_trace_req(rreq, "spec: RTR taken, length %" PRIu64, hdr->length);
     return UCS_OK;
 }
@@ -571,7 +569,7 @@ static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
         ucs_assert(!(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
         ucp_proto_spec_rreq_free(spec, sr);
         if (taken) {
-            ++spec->cnt.cancel_failed;
+            UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
         } else if (ucp_tag_exp_remove(&spec->worker->tm, rreq)) {
             ucp_request_complete_tag_recv(rreq, UCS_ERR_CANCELED);
         }
@@ -591,7 +589,7 @@ ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
         return UCS_OK;
     }
 
-    ++spec->cnt.revoke_ack_recv;
+    UCP_PROTO_SPEC_COUNT(spec, revoke_ack_recv, 1);
     env = ucp_proto_spec_rx_env_get(spec, hdr->tag, 0);
     if (env == NULL) {
         return UCS_OK;
@@ -664,7 +662,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
 
         sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
         ++env->revokes;
-        ++spec->cnt.revoke_sent;
+        UCP_PROTO_SPEC_COUNT(spec, revoke_sent, 1);
     }
 
     sr = rreq->recv.spec;
@@ -689,7 +687,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
     sr->flags  |= UCP_PROTO_SPEC_RREQ_CANCEL;
     env->flags |= UCP_PROTO_SPEC_RX_REVOKING;
     ucs_list_add_tail(&env->cancels, &sr->cancel_list);
-    ++spec->cnt.cancel_deferred;
+    UCP_PROTO_SPEC_COUNT(spec, cancel_deferred, 1);
     ucp_trace_req(rreq, "spec: cancel waits for %u revokes", env->revokes);
     return 1;
 }

@@ -35,13 +35,6 @@
 #include <inttypes.h>
 
 
-static void ucp_proto_spec_rtr_dropped(ucp_proto_spec_worker_t *spec,
-                                       uint64_t *reason)
-{
-    ++*reason;
-    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_DROPPED, 1);
-}
-
 static uint64_t ucp_proto_spec_tx_pos(const ucp_proto_spec_tx_env_t *env)
 {
     return env->epoch | (env->next & UCP_PROTO_SPEC_INDEX_MASK);
@@ -100,8 +93,7 @@ static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
         env->rtr_recv      = env->rtr_used = 0;
         env->backoff       = ucs_min(env->backoff * 2,
                                      config->adapt_backoff_max);
-        ++spec->cnt.resume_sent;
-        UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RESUME, 1);
+        UCP_PROTO_SPEC_COUNT(spec, resume_sent, 1);
         return UCP_PROTO_SPEC_RTS_FLAG_RESUME;
     }
 
@@ -113,8 +105,7 @@ static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
             ucp_proto_spec_tx_env_drop_upto(spec, env,
                                             UCP_PROTO_SPEC_POS_MASK);
             flags = UCP_PROTO_SPEC_RTS_FLAG_STOP;
-            ++spec->cnt.stop_sent;
-            UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_STOP, 1);
+            UCP_PROTO_SPEC_COUNT(spec, stop_sent, 1);
         } else {
             /* a good window: start a new one, and forgive past stops */
             env->backoff = config->adapt_backoff;
@@ -203,13 +194,13 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
 
     if ((entry->length < sreq->send.length) || !ucp_proto_spec_send_fits(sreq)) {
         /* a short receive buffer is truncation: the RTS path reports it */
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_unfit);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_unfit, 1);
         ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
         goto out_rts;
     }
 
     if (ucp_proto_spec_decline(spec, sreq)) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_declined);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_declined, 1);
         ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
         goto out_rts;
     }
@@ -224,9 +215,8 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
     }
 
     ++env->rtr_used;
-    ++spec->cnt.rtr_used;
-    ++spec->cnt.rtr_ack_sent;
-    UCS_STATS_UPDATE_COUNTER(spec->stats, UCP_PROTO_SPEC_STAT_RTR_USED, 1);
+    UCP_PROTO_SPEC_COUNT(spec, rtr_used, 1);
+    UCP_PROTO_SPEC_COUNT(spec, rtr_ack_sent, 1);
     ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
                   pos, entry->rreq_id);
     sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
@@ -253,8 +243,8 @@ size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length)
     trailer.magic    = UCP_PROTO_SPEC_RTS_MAGIC;
     trailer.reserved = 0;
     memcpy(UCS_PTR_BYTE_OFFSET(rts, length), &trailer, sizeof(trailer));
-    ++spec->cnt.rts_trailer_sent;
-    spec->cnt.ctl_bytes += sizeof(trailer);
+    UCP_PROTO_SPEC_COUNT(spec, rts_trailer_sent, 1);
+    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes, sizeof(trailer));
     return length + sizeof(trailer);
 }
 
@@ -292,11 +282,11 @@ static void ucp_proto_spec_count_late_rtr(ucp_proto_spec_worker_t *spec,
                                           uint64_t index)
 {
     if ((env->next - index) > 64) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stale);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_stale, 1);
     } else if (env->rndv_bits & UCS_BIT(index % 64)) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_crossed);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_crossed, 1);
     } else {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_eager);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_eager, 1);
     }
 }
 
@@ -316,29 +306,28 @@ ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
         return UCS_OK; /* a peer with speculation on, we with it off */
     }
 
-    ++spec->cnt.rtr_recv;
+    UCP_PROTO_SPEC_COUNT(spec, rtr_recv, 1);
     UCP_WORKER_GET_VALID_EP_BY_ID(&ep, worker, hdr->ep_id,
                                   {
-                                      ucp_proto_spec_rtr_dropped(
-                                              spec, &spec->cnt.rtr_drop_stale);
+                                      UCP_PROTO_SPEC_COUNT(spec, rtr_drop_stale, 1);
                                       return UCS_OK;
                                   },
                                   "SPEC_RTR");
 
     env = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 1);
     if (env == NULL) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_overflow, 1);
         return UCS_OK;
     }
 
     index = hdr->pos & UCP_PROTO_SPEC_INDEX_MASK;
     if ((hdr->pos & ~UCP_PROTO_SPEC_INDEX_MASK) != env->epoch) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stale);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_stale, 1);
         return UCS_OK;
     }
 
     if (env->flags & UCP_PROTO_SPEC_TX_STOPPED) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_stopped);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_stopped, 1);
         return UCS_OK;
     }
 
@@ -349,14 +338,14 @@ ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
     }
 
     if (env->rtrq_length >= spec->config.rtr_queue_max) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_overflow, 1);
         return UCS_OK;
     }
 
     rkey_length = length - sizeof(*hdr);
     entry       = ucs_malloc(sizeof(*entry) + rkey_length, "spec_rtrq");
     if (entry == NULL) {
-        ucp_proto_spec_rtr_dropped(spec, &spec->cnt.rtr_drop_overflow);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_overflow, 1);
         return UCS_OK;
     }
 

@@ -16,6 +16,7 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/proto_am.inl>
 #include <ucs/config/parser.h>
+#include <ucs/datastruct/string_buffer.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <inttypes.h>
@@ -28,15 +29,24 @@ static ucs_stats_class_t ucp_proto_spec_stats_class = {
     .num_counters  = UCP_PROTO_SPEC_STAT_LAST,
     .class_id      = UCS_STATS_CLASS_ID_INVALID,
     .counter_names = {
-        [UCP_PROTO_SPEC_STAT_RTR_SENT]    = "rtr_sent",
-        [UCP_PROTO_SPEC_STAT_RTR_USED]    = "rtr_used",
-        [UCP_PROTO_SPEC_STAT_RTR_DROPPED] = "rtr_dropped",
-        [UCP_PROTO_SPEC_STAT_ACKS]        = "acks",
-        [UCP_PROTO_SPEC_STAT_STOP]        = "stop_rtr",
-        [UCP_PROTO_SPEC_STAT_RESUME]      = "resume_rtr"
+#define UCP_PROTO_SPEC_STAT_NAME(_name, _words) \
+        [UCP_PROTO_SPEC_STAT_##_name] = #_name,
+        UCP_PROTO_SPEC_COUNTERS(UCP_PROTO_SPEC_STAT_NAME)
+#undef UCP_PROTO_SPEC_STAT_NAME
     }
 };
 #endif
+
+/* The report's words for each counter, in the order declared */
+static const struct {
+    const char *words;
+    size_t     offset;
+} ucp_proto_spec_counter_info[] = {
+#define UCP_PROTO_SPEC_COUNTER_INFO(_name, _words) \
+    {_words, ucs_offsetof(ucp_proto_spec_counters_t, _name)},
+    UCP_PROTO_SPEC_COUNTERS(UCP_PROTO_SPEC_COUNTER_INFO)
+#undef UCP_PROTO_SPEC_COUNTER_INFO
+};
 
 
 /* Whether UCX_SPEC_RNDV and the context allow speculation at all; the
@@ -145,26 +155,21 @@ err_free:
 
 static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
 {
-    const ucp_proto_spec_counters_t *c = &spec->cnt;
+    UCS_STRING_BUFFER_ONSTACK(strb, 1024);
+    size_t i;
+
+    for (i = 0; i < ucs_static_array_size(ucp_proto_spec_counter_info); ++i) {
+        ucs_string_buffer_appendf(
+                &strb, "%s%s %" PRIu64,
+                ((i == 0) || (ucp_proto_spec_counter_info[i].words[0] == ';')) ?
+                "" : " ", ucp_proto_spec_counter_info[i].words,
+                *(const uint64_t*)UCS_PTR_BYTE_OFFSET(
+                        &spec->cnt, ucp_proto_spec_counter_info[i].offset));
+    }
 
     /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
-    fprintf(stderr, "[%s] ucx-spec: worker %p rtr sent %" PRIu64 " received %" PRIu64
-              " used %" PRIu64 " dropped crossed %" PRIu64 " eager %" PRIu64
-              " stale %" PRIu64 " stopped %" PRIu64 " unfit %" PRIu64
-              " overflow %" PRIu64 " declined %" PRIu64 " dead %" PRIu64
-              "; rtr-ack sent %" PRIu64
-              " received %" PRIu64 "; stop %" PRIu64 "/%" PRIu64
-              " resume %" PRIu64 "/%" PRIu64 " (sent/received); revoke %"
-              PRIu64 "; cancel deferred %" PRIu64 " failed %" PRIu64
-              "; conflicts %" PRIu64 "; blocked %" PRIu64
-              "; early progress %" PRIu64 "; control bytes %" PRIu64 "\n",
-              ucs_get_host_name(), spec->worker, c->rtr_sent, c->rtr_recv, c->rtr_used,
-              c->rtr_drop_crossed, c->rtr_drop_eager, c->rtr_drop_stale,
-              c->rtr_drop_stopped, c->rtr_drop_unfit, c->rtr_drop_overflow,
-              c->rtr_declined, c->rtr_dead, c->rtr_ack_sent, c->rtr_ack_recv, c->stop_sent,
-              c->stop_recv, c->resume_sent, c->resume_recv, c->revoke_sent,
-              c->cancel_deferred, c->cancel_failed, c->conflicts, c->blocked,
-              c->early_progress, c->ctl_bytes);
+    fprintf(stderr, "[%s] ucx-spec: worker %p %s\n", ucs_get_host_name(),
+            spec->worker, ucs_string_buffer_cstr(&strb));
 }
 
 void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
@@ -228,7 +233,7 @@ void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec)
         return;
     }
 
-    ++spec->cnt.early_progress;
+    UCP_PROTO_SPEC_COUNT(spec, early_progress, 1);
     ucp_worker_progress(spec->worker);
 }
 
@@ -294,7 +299,7 @@ ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
         return UCS_ERR_NO_MEMORY;
     }
 
-    ep->worker->spec->cnt.ctl_bytes += length;
+    UCP_PROTO_SPEC_COUNT(ep->worker->spec, ctl_bytes, length);
 
     ctl->am_id  = am_id;
     ctl->length = length;

@@ -19,35 +19,53 @@
 /* Room an RTS needs beyond UCX's header and rkey */
 #define UCP_PROTO_SPEC_RTS_TRAILER_SIZE 16
 
-/* Always-on counters (UCS stats are compiled out in Debian's build) */
+/*
+ * The worker's counters, each named once: its field, and the words
+ * UCX_SPEC_REPORT prints before its value.  They are always on (UCS stats
+ * are compiled out in Debian's build), and with stats compiled in each is
+ * also a counter of the "ucp_spec" class under its field's name.
+ */
+#define UCP_PROTO_SPEC_COUNTERS(_c) \
+    _c(rtr_sent,          "rtr sent") \
+    _c(rtr_recv,          "received") \
+    _c(rtr_used,          "used") \
+    /* dropped at the sender: its send had gone with an RTS, had gone eager \
+     * (misprediction), an old epoch or beyond the bitmap, the envelope \
+     * stopped by adaptation, buffer too small or sync send or not contig, \
+     * the RTR queue full */ \
+    _c(rtr_drop_crossed,  "dropped crossed") \
+    _c(rtr_drop_eager,    "eager") \
+    _c(rtr_drop_stale,    "stale") \
+    _c(rtr_drop_stopped,  "stopped") \
+    _c(rtr_drop_unfit,    "unfit") \
+    _c(rtr_drop_overflow, "overflow") \
+    /* shared memory, the peer stopped our RTRs */ \
+    _c(rtr_declined,      "declined") \
+    /* the receive matched by eager or RTS: its RTR unused */ \
+    _c(rtr_dead,          "dead") \
+    _c(rtr_ack_sent,      "; rtr-ack sent") \
+    _c(rtr_ack_recv,      "received") \
+    _c(rts_trailer_sent,  "; rts trailers sent") \
+    _c(stop_sent,         "; stop sent") \
+    _c(stop_recv,         "received") \
+    _c(resume_sent,       "; resume sent") \
+    _c(resume_recv,       "received") \
+    _c(revoke_sent,       "; revoke sent") \
+    _c(revoke_ack_recv,   "acks received") \
+    _c(cancel_deferred,   "; cancel deferred") \
+    _c(cancel_failed,     "failed") \
+    _c(conflicts,         "; conflicts") \
+    /* no RTR: a receive ahead cannot count */ \
+    _c(blocked,           "; blocked") \
+    _c(early_progress,    "; early progress") \
+    /* bytes this worker added to the wire: RTR, RTR-ACK, REVOKE(-ACK), RTS \
+     * trailers */ \
+    _c(ctl_bytes,         "; control bytes")
+
 typedef struct {
-    uint64_t rtr_sent;
-    uint64_t rtr_recv;
-    uint64_t rtr_used;
-    uint64_t rtr_drop_crossed;  /* its send had gone with an RTS */
-    uint64_t rtr_drop_eager;    /* its send had gone eager (misprediction) */
-    uint64_t rtr_drop_stale;    /* old epoch or beyond the bitmap */
-    uint64_t rtr_drop_stopped;  /* envelope stopped by adaptation */
-    uint64_t rtr_drop_unfit;    /* buffer too small, sync send, not contig */
-    uint64_t rtr_drop_overflow; /* RTR queue full */
-    uint64_t rtr_declined;      /* shared memory, peer stopped our RTRs */
-    uint64_t rtr_ack_sent;
-    uint64_t rtr_ack_recv;
-    uint64_t rtr_dead;          /* receive matched by eager/RTS: RTR unused */
-    uint64_t rts_trailer_sent;
-    uint64_t stop_sent;
-    uint64_t resume_sent;
-    uint64_t stop_recv;
-    uint64_t resume_recv;
-    uint64_t revoke_sent;
-    uint64_t revoke_ack_recv;
-    uint64_t cancel_deferred;
-    uint64_t cancel_failed;
-    uint64_t conflicts;
-    uint64_t early_progress;
-    uint64_t blocked;           /* no RTR: a receive ahead cannot count */
-    uint64_t ctl_bytes;         /* bytes this worker added to the wire:
-                                   RTR, RTR-ACK, REVOKE(-ACK), RTS trailers */
+#define UCP_PROTO_SPEC_COUNTER_FIELD(_name, _words) uint64_t _name;
+    UCP_PROTO_SPEC_COUNTERS(UCP_PROTO_SPEC_COUNTER_FIELD)
+#undef UCP_PROTO_SPEC_COUNTER_FIELD
 } ucp_proto_spec_counters_t;
 
 
