@@ -185,6 +185,10 @@ typedef struct ucp_proto_spec_rreq {
     unsigned                 flags;
     ucs_list_link_t          rtr_list;     /* in env->rtrs while RTR */
     ucs_list_link_t          cancel_list;  /* in env->cancels while CANCEL */
+    struct {
+        void                 *buffer;  /* the packed key, while the RTR */
+        size_t               size;     /* goes out */
+    } rkey;
 } ucp_proto_spec_rreq_t;
 
 

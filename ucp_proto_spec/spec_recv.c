@@ -158,6 +158,10 @@ static int ucp_proto_spec_count_ahead(ucp_proto_spec_worker_t *spec,
     return ahead;
 }
 
+static void ucp_proto_spec_rtr_dead(ucp_proto_spec_worker_t *spec,
+                                    ucp_proto_spec_rreq_t *sr,
+                                    int id_released);
+
 static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
 {
     ucp_request_t *carrier        = arg;
@@ -165,8 +169,6 @@ static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
     ucp_request_t *rreq           = sr->rreq;
     ucp_proto_spec_rtr_hdr_t *hdr = dest;
     ucp_ep_h ep                   = carrier->send.ep;
-    ucp_memory_info_t mem_info;
-    ssize_t packed;
 
     hdr->ep_id   = ucp_ep_remote_id(ep);
     hdr->rreq_id = ucp_send_request_get_id(carrier);
@@ -174,21 +176,8 @@ static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
     hdr->pos     = sr->pos;
     hdr->address = (uintptr_t)rreq->recv.buffer;
     hdr->length  = rreq->recv.length;
-
-    mem_info.type    = rreq->recv.mem_type;
-    mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    packed = ucp_rkey_pack_uct(ep->worker->context,
-                               rreq->recv.state.dt.contig.md_map,
-                               rreq->recv.state.dt.contig.memh, &mem_info, 0,
-                               ucp_ep_config(ep)->uct_rkey_pack_flags, NULL,
-                               hdr + 1);
-    if (packed < 0) {
-        /* no rkey: the sender cannot unpack it, so it must not use the RTR */
-        ucs_fatal("spec: failed to pack receive buffer rkey: %s",
-                  ucs_status_string((ucs_status_t)packed));
-    }
-
-    return sizeof(*hdr) + packed;
+    memcpy(hdr + 1, sr->rkey.buffer, sr->rkey.size);
+    return sizeof(*hdr) + sr->rkey.size;
 }
 
 static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
@@ -197,8 +186,10 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     ucp_proto_spec_rreq_t *sr = carrier->send.buffer;
     ucp_worker_h worker       = carrier->send.ep->worker;
     ucp_proto_spec_worker_t *spec = worker->spec;
+    ucp_memory_info_t mem_info;
     size_t rkey_size;
     ucs_status_t status;
+    ssize_t packed;
 
     if (carrier->send.buffer == &ucp_proto_spec_dead_carrier) {
         ucp_send_request_id_release(carrier);
@@ -206,12 +197,35 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
         return UCS_OK;
     }
 
-    rkey_size = ucp_rkey_packed_size(worker->context,
-                                     sr->rreq->recv.state.dt.contig.md_map,
-                                     UCS_SYS_DEVICE_ID_UNKNOWN, 0);
-    status    = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR,
-                                 ucp_proto_spec_rtr_pack,
-                                 sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size);
+    /* The key first, so that a failure drops the RTR before it is sent
+     * rather than inside the transport's pack callback */
+    rkey_size        = ucp_rkey_packed_size(worker->context,
+                                            sr->rreq->recv.state.dt.contig.md_map,
+                                            UCS_SYS_DEVICE_ID_UNKNOWN, 0);
+    sr->rkey.buffer  = ucs_alloca(rkey_size);
+    mem_info.type    = sr->rreq->recv.mem_type;
+    mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    packed           = ucp_rkey_pack_uct(worker->context,
+                                         sr->rreq->recv.state.dt.contig.md_map,
+                                         sr->rreq->recv.state.dt.contig.memh,
+                                         &mem_info, 0,
+                                         ucp_ep_config(carrier->send.ep)->
+                                                 uct_rkey_pack_flags,
+                                         NULL, sr->rkey.buffer);
+    if (packed < 0) {
+        ucs_diag("spec: cannot pack the key of receive %p (%s): no RTR",
+                 sr->rreq, ucs_status_string((ucs_status_t)packed));
+        ucp_proto_spec_rtr_dead(spec, sr, 0);
+        ucp_send_request_id_release(carrier);
+        ucp_request_put(carrier);
+        return UCS_OK;
+    }
+
+    sr->rkey.size = packed;
+    status        = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR,
+                                     ucp_proto_spec_rtr_pack,
+                                     sizeof(ucp_proto_spec_rtr_hdr_t) + packed);
+    sr->rkey.buffer = NULL;
     if (status == UCS_ERR_NO_RESOURCE) {
         return status;
     }
@@ -223,7 +237,8 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     }
 
     sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
-    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes, sizeof(ucp_proto_spec_rtr_hdr_t) + rkey_size);
+    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes,
+                         sizeof(ucp_proto_spec_rtr_hdr_t) + packed);
     return UCS_OK;
 }
 
@@ -610,6 +625,22 @@ ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
     return UCS_OK;
 }
 
+/* A cancel that cannot be made safe fails, as MPI allows: the receive
+ * stays posted and completes when its message comes, which is what an RTR
+ * still out at the sender may deliver.  REVOKEs already sent still end
+ * their RTRs, and no new RTR leaves meanwhile. */
+static int ucp_proto_spec_cancel_fail(ucp_proto_spec_worker_t *spec,
+                                      ucp_proto_spec_rx_env_t *env,
+                                      ucp_request_t *rreq, const char *why)
+{
+    ucs_diag("spec: %s: receive %p is not cancelled", why, rreq);
+    if (env->revokes > 0) {
+        env->flags |= UCP_PROTO_SPEC_RX_REVOKING;
+    }
+    UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
+    return 1;
+}
+
 int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
@@ -656,8 +687,8 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
         revoke.pos     = sr->pos;
         if (ucp_proto_spec_ctl_send(carrier->send.ep, UCP_AM_ID_SPEC_REVOKE,
                                     &revoke, sizeof(revoke)) != UCS_OK) {
-            ucs_fatal("spec: cannot send REVOKE, receive %p cannot be "
-                      "cancelled safely", rreq);
+            return ucp_proto_spec_cancel_fail(spec, env, rreq,
+                                              "cannot send REVOKE");
         }
 
         sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
@@ -677,7 +708,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
     if (sr == NULL) {
         sr = ucs_calloc(1, sizeof(*sr), "spec_rreq");
         if (sr == NULL) {
-            ucs_fatal("spec: no memory to defer the cancel of %p", rreq);
+            return ucp_proto_spec_cancel_fail(spec, env, rreq, "no memory");
         }
         sr->rreq        = rreq;
         sr->env         = env;

@@ -20,7 +20,8 @@
  * or a cancel in flight is ahead.  The sender's rule (spec_send.c): RTR k
  * serves send k only; dropped if send k already went, or at the sender's
  * whim (adaptation, buffer too small, sync send).  A cancel revokes the RTRs
- * of its receive and of those behind; it fails if one of them was taken.
+ * of its receive and of those behind; it fails if one of them was taken,
+ * or if a REVOKE cannot be sent (the receive then stays posted).
  *
  * Seeded faults, each of which must make the check fail (test/model/run):
  *  NO_WILDCARD_BLOCK  an RTR is sent behind a wildcard
@@ -145,7 +146,7 @@ inline finish_cancels()
 proctype receiver()
 {
     byte i, j, k, c, r, ahead;
-    bool blocked;
+    bool blocked, failed;
 
     do
     /* post the next receive */
@@ -203,20 +204,26 @@ proctype receiver()
         od;
         if
         :: (j < posted) ->
-            k = j;
+            k = j; failed = false;
             do
-            :: (k < posted) ->
+            :: (k < posted) && !failed ->
                 if
 #ifndef NO_REVOKE
                 :: expected[k] && has_rtr[k] ->
                     revoking[k] = true; revokes++; r2s!REVOKE(0, k)
+                /* the REVOKE cannot be sent (no memory): the cancel fails,
+                 * the receive stays posted; REVOKEs sent still end theirs */
+                :: expected[k] && has_rtr[k] -> failed = true
 #endif
                 :: else -> skip
                 fi;
                 k++
             :: else -> break
             od;
-            cancel_wait[j] = true; waiting++;
+            if
+            :: !failed -> cancel_wait[j] = true; waiting++
+            :: else -> skip
+            fi;
             finish_cancels()
         :: else -> skip
         fi
