@@ -266,7 +266,7 @@ void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                                  int stopped);
 int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 
-/* spec_worker.c */
+/* spec_ctl.c: what both sides call */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
                                      const void *hdr, size_t length);
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
@@ -274,15 +274,5 @@ void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
 /* spec_recv.c */
 void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec,
                                     ucp_ep_h ep);
-ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
-                                            size_t length, unsigned flags);
-ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
-                                               size_t length, unsigned flags);
-
-/* spec_send.c */
-ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
-                                        unsigned flags);
-ucs_status_t ucp_proto_spec_revoke_handler(void *arg, void *data,
-                                           size_t length, unsigned flags);
 
 #endif

@@ -35,6 +35,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <inttypes.h>
+#include <stdio.h>
 
 
 /* Carrier of an RTR whose receive went away before the RTR was sent */
@@ -515,8 +516,9 @@ void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
     }
 }
 
-ucs_status_t ucp_proto_spec_rtr_ack_handler(void *arg, void *data,
-                                            size_t length, unsigned flags)
+static ucs_status_t
+ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
+                               unsigned flags)
 {
     ucp_worker_h worker                     = arg;
     ucp_proto_spec_worker_t *spec           = worker->spec;
@@ -591,8 +593,9 @@ static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
     }
 }
 
-ucs_status_t ucp_proto_spec_revoke_ack_handler(void *arg, void *data,
-                                               size_t length, unsigned flags)
+static ucs_status_t
+ucp_proto_spec_revoke_ack_handler(void *arg, void *data, size_t length,
+                                  unsigned flags)
 {
     ucp_worker_h worker                        = arg;
     ucp_proto_spec_worker_t *spec              = worker->spec;
@@ -777,3 +780,31 @@ void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
         ucp_proto_spec_finish_cancels(spec, env);
     }
 }
+
+
+static void ucp_proto_spec_recv_dump(ucp_worker_h worker,
+                                     uct_am_trace_type_t type, uint8_t id,
+                                     const void *data, size_t length,
+                                     char *buffer, size_t max)
+{
+    const ucp_proto_spec_rtr_ack_hdr_t *ack        = data;
+    const ucp_proto_spec_revoke_ack_hdr_t *rev_ack = data;
+
+    switch (id) {
+    case UCP_AM_ID_SPEC_RTR_ACK:
+        snprintf(buffer, max, "SPEC_RTR_ACK rreq_id 0x%" PRIx64 " tag %"
+                 PRIx64 " len %" PRIu64, ack->rreq_id, ack->tag, ack->length);
+        break;
+    case UCP_AM_ID_SPEC_REVOKE_ACK:
+        snprintf(buffer, max, "SPEC_REVOKE_ACK rreq_id 0x%" PRIx64 " tag %"
+                 PRIx64 " pos %" PRIx64, rev_ack->rreq_id, rev_ack->tag,
+                 rev_ack->pos);
+        break;
+    }
+}
+
+/* TAG only: Open MPI asks for UCP_FEATURE_TAG alone */
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR_ACK,
+              ucp_proto_spec_rtr_ack_handler, ucp_proto_spec_recv_dump, 0);
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE_ACK,
+              ucp_proto_spec_revoke_ack_handler, ucp_proto_spec_recv_dump, 0);

@@ -33,6 +33,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <inttypes.h>
+#include <stdio.h>
 
 
 static uint64_t ucp_proto_spec_tx_pos(const ucp_proto_spec_tx_env_t *env)
@@ -290,8 +291,9 @@ static void ucp_proto_spec_count_late_rtr(ucp_proto_spec_worker_t *spec,
     }
 }
 
-ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
-                                        unsigned flags)
+static ucs_status_t
+ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
+                           unsigned flags)
 {
     ucp_worker_h worker                = arg;
     ucp_proto_spec_worker_t *spec      = worker->spec;
@@ -360,8 +362,9 @@ ucs_status_t ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
     return UCS_OK;
 }
 
-ucs_status_t ucp_proto_spec_revoke_handler(void *arg, void *data,
-                                           size_t length, unsigned flags)
+static ucs_status_t
+ucp_proto_spec_revoke_handler(void *arg, void *data, size_t length,
+                              unsigned flags)
 {
     ucp_worker_h worker                    = arg;
     ucp_proto_spec_worker_t *spec          = worker->spec;
@@ -394,3 +397,32 @@ ucs_status_t ucp_proto_spec_revoke_handler(void *arg, void *data,
     ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_REVOKE_ACK, &ack, sizeof(ack));
     return UCS_OK;
 }
+
+
+static void ucp_proto_spec_send_dump(ucp_worker_h worker,
+                                     uct_am_trace_type_t type, uint8_t id,
+                                     const void *data, size_t length,
+                                     char *buffer, size_t max)
+{
+    const ucp_proto_spec_rtr_hdr_t *rtr       = data;
+    const ucp_proto_spec_revoke_hdr_t *revoke = data;
+
+    switch (id) {
+    case UCP_AM_ID_SPEC_RTR:
+        snprintf(buffer, max, "SPEC_RTR tag %" PRIx64 " pos %" PRIx64
+                 " rreq_id 0x%" PRIx64 " addr 0x%" PRIx64 " len %" PRIu64,
+                 rtr->tag, rtr->pos, rtr->rreq_id, rtr->address, rtr->length);
+        break;
+    case UCP_AM_ID_SPEC_REVOKE:
+        snprintf(buffer, max, "SPEC_REVOKE tag %" PRIx64 " pos %" PRIx64
+                 " rreq_id 0x%" PRIx64, revoke->tag, revoke->pos,
+                 revoke->rreq_id);
+        break;
+    }
+}
+
+/* TAG only: Open MPI asks for UCP_FEATURE_TAG alone */
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR, ucp_proto_spec_rtr_handler,
+              ucp_proto_spec_send_dump, 0);
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE,
+              ucp_proto_spec_revoke_handler, ucp_proto_spec_send_dump, 0);
