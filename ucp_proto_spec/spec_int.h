@@ -169,25 +169,38 @@ typedef struct {
     ucs_list_link_t cancels;     /* ucp_proto_spec_rreq_t waiting to cancel */
 } ucp_proto_spec_rx_env_t;
 
-enum {
-    UCP_PROTO_SPEC_RREQ_RTR      = UCS_BIT(0), /* an RTR is outstanding */
-    UCP_PROTO_SPEC_RREQ_SENT     = UCS_BIT(1), /* ... and has left */
-    UCP_PROTO_SPEC_RREQ_REVOKING = UCS_BIT(2),
-    UCP_PROTO_SPEC_RREQ_CANCEL   = UCS_BIT(3)  /* user cancel is deferred */
-};
+/* Where a posted receive's RTR is, named once (X-macro): the state, and its
+ * name in traces.  An RTR leaves the receive (back to NONE) when the sender
+ * takes it (RTR-ACK), says it is dead (REVOKE-ACK), the message it stands
+ * for arrives by the ordinary path, or its endpoint goes. */
+#define UCP_PROTO_SPEC_RTR_STATES(_s) \
+    _s(NONE,     "no RTR") \
+    _s(QUEUED,   "RTR queued on the lane") \
+    _s(OUT,      "RTR at the sender") \
+    _s(REVOKING, "RTR revoked, REVOKE-ACK awaited")
 
-/* Receiver side: speculative state of one posted receive (rreq->recv.spec) */
+typedef enum {
+#define UCP_PROTO_SPEC_RTR_STATE_ENUM(_name, _desc) UCP_PROTO_SPEC_RTR_##_name,
+    UCP_PROTO_SPEC_RTR_STATES(UCP_PROTO_SPEC_RTR_STATE_ENUM)
+#undef UCP_PROTO_SPEC_RTR_STATE_ENUM
+} ucp_proto_spec_rtr_state_t;
+
+/* Receiver side: speculative state of one posted receive (rreq->recv.spec).
+ * A user cancel deferred until the revoked RTRs are known dead is apart
+ * from the RTR's state: the receive may still have its own RTR revoking,
+ * or none. */
 typedef struct ucp_proto_spec_rreq {
-    ucp_request_t           *rreq;
-    ucp_request_t           *rtr_req;  /* carries the RTR, owns its id */
-    ucp_proto_spec_rx_env_t *env;
-    uint64_t                 pos;
-    unsigned                 flags;
-    ucs_list_link_t          rtr_list;     /* in env->rtrs while RTR */
-    ucs_list_link_t          cancel_list;  /* in env->cancels while CANCEL */
+    ucp_request_t              *rreq;
+    ucp_request_t              *rtr_req;  /* carries the RTR, owns its id */
+    ucp_proto_spec_rx_env_t    *env;
+    uint64_t                    pos;
+    ucp_proto_spec_rtr_state_t  state;
+    int                         cancel;   /* in env->cancels */
+    ucs_list_link_t             rtr_list;    /* in env->rtrs but when NONE */
+    ucs_list_link_t             cancel_list; /* in env->cancels */
     struct {
-        void                 *buffer;  /* the packed key, while the RTR */
-        size_t               size;     /* goes out */
+        void                    *buffer; /* the packed key, while the RTR */
+        size_t                  size;    /* goes out */
     } rkey;
 } ucp_proto_spec_rreq_t;
 

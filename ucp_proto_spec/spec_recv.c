@@ -41,6 +41,20 @@
 /* Carrier of an RTR whose receive went away before the RTR was sent */
 static char ucp_proto_spec_dead_carrier;
 
+static void ucp_proto_spec_rtr_state(ucp_proto_spec_rreq_t *sr,
+                                     ucp_proto_spec_rtr_state_t state)
+{
+    static const char *names[] = {
+#define UCP_PROTO_SPEC_RTR_STATE_NAME(_name, _desc) _desc,
+        UCP_PROTO_SPEC_RTR_STATES(UCP_PROTO_SPEC_RTR_STATE_NAME)
+#undef UCP_PROTO_SPEC_RTR_STATE_NAME
+    };
+
+    ucp_trace_req(sr->rreq, "spec: pos 0x%" PRIx64 ": %s -> %s", sr->pos,
+                  names[sr->state], names[state]);
+    sr->state = state;
+}
+
 static int ucp_proto_spec_specific(const ucp_proto_spec_worker_t *spec,
                                    ucp_tag_t tag_mask)
 {
@@ -147,8 +161,7 @@ static int ucp_proto_spec_count_ahead(ucp_proto_spec_worker_t *spec,
 
             if (!ucp_proto_spec_specific(spec, req->recv.tag.tag_mask) ||
                 ((req->recv.spec != NULL) &&
-                 (((ucp_proto_spec_rreq_t*)req->recv.spec)->flags &
-                  UCP_PROTO_SPEC_RREQ_CANCEL))) {
+                 ((ucp_proto_spec_rreq_t*)req->recv.spec)->cancel)) {
                 return -1;
             }
 
@@ -237,7 +250,7 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
                  ucp_ep_peer_name(carrier->send.ep), ucs_status_string(status));
     }
 
-    sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
+    ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_OUT);
     UCP_PROTO_SPEC_COUNT(spec, ctl_bytes,
                          sizeof(ucp_proto_spec_rtr_hdr_t) + packed);
     return UCS_OK;
@@ -246,8 +259,8 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
 static void ucp_proto_spec_rreq_free(ucp_proto_spec_worker_t *spec,
                                      ucp_proto_spec_rreq_t *sr)
 {
-    ucs_assert(!(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
-    if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+    ucs_assert(sr->state == UCP_PROTO_SPEC_RTR_NONE);
+    if (sr->cancel) {
         ucs_list_del(&sr->cancel_list);
     }
 
@@ -260,12 +273,11 @@ static void ucp_proto_spec_rtr_detach(ucp_proto_spec_rreq_t *sr)
 {
     ucs_list_del(&sr->rtr_list);
     --sr->env->rtr_count;
-    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
+    if (sr->state == UCP_PROTO_SPEC_RTR_REVOKING) {
         --sr->env->revokes;
     }
 
-    sr->flags &= ~(UCP_PROTO_SPEC_RREQ_RTR | UCP_PROTO_SPEC_RREQ_SENT |
-                   UCP_PROTO_SPEC_RREQ_REVOKING);
+    ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_NONE);
 }
 
 /* The RTR is dead at the sender, or never left: release what it held.  With
@@ -276,9 +288,9 @@ static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
 {
     ucp_request_t *carrier = sr->rtr_req;
 
-    ucs_assert(sr->flags & UCP_PROTO_SPEC_RREQ_RTR);
+    ucs_assert(sr->state != UCP_PROTO_SPEC_RTR_NONE);
 
-    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
+    if (sr->state == UCP_PROTO_SPEC_RTR_QUEUED) {
         /* still queued on the lane: its progress frees it */
         ucs_assert(!id_released);
         ucp_request_reset_super(carrier);
@@ -301,7 +313,7 @@ static void ucp_proto_spec_rtr_dead(ucp_proto_spec_worker_t *spec,
                                     ucp_proto_spec_rreq_t *sr, int id_released)
 {
     ucp_proto_spec_rtr_release(spec, sr, id_released);
-    if (!(sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+    if (!sr->cancel) {
         ucp_proto_spec_rreq_free(spec, sr);
     }
 }
@@ -375,10 +387,12 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
     sr->env     = env;
     sr->pos     = env->epoch | ((env->arrivals + ahead) &
                                 UCP_PROTO_SPEC_INDEX_MASK);
-    sr->flags   = UCP_PROTO_SPEC_RREQ_RTR;
+    sr->state   = UCP_PROTO_SPEC_RTR_NONE;
+    sr->cancel  = 0;
     rreq->recv.spec = sr;
     ucs_list_add_tail(&env->rtrs, &sr->rtr_list);
     ++env->rtr_count;
+    ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_QUEUED);
 
     /* The carrier is what UCX's ATP handler finds by id and whose super
      * request it completes, as for UCX's own RTR */
@@ -498,11 +512,11 @@ void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
         /* The message is this receive's match, so its index is the RTR's:
          * the sender drops that RTR (Fig. 7 case 2, Fig. 10 case 2) */
         sr = rreq->recv.spec;
-        if (sr->flags & UCP_PROTO_SPEC_RREQ_RTR) {
+        if (sr->state != UCP_PROTO_SPEC_RTR_NONE) {
             UCP_PROTO_SPEC_COUNT(spec, rtr_dead, 1);
             ucp_proto_spec_rtr_release(spec, sr, 0);
         }
-        if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+        if (sr->cancel) {
             UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
         }
         ucp_proto_spec_rreq_free(spec, sr);
@@ -550,11 +564,11 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
 
     /* The RTR-ACK stands for the message in the envelope's order */
     ++sr->env->arrivals;
-    if (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING) {
+    if (sr->state == UCP_PROTO_SPEC_RTR_REVOKING) {
         /* taken before the revoke reached the sender: a cancel ahead fails */
         sr->env->flags |= UCP_PROTO_SPEC_RX_TAKEN;
     }
-    if (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL) {
+    if (sr->cancel) {
         UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
     }
 
@@ -583,7 +597,7 @@ static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
     env->flags &= ~(UCP_PROTO_SPEC_RX_REVOKING | UCP_PROTO_SPEC_RX_TAKEN);
     ucs_list_for_each_safe(sr, tmp, &env->cancels, cancel_list) {
         rreq = sr->rreq;
-        ucs_assert(!(sr->flags & UCP_PROTO_SPEC_RREQ_RTR));
+        ucs_assert(sr->state == UCP_PROTO_SPEC_RTR_NONE);
         ucp_proto_spec_rreq_free(spec, sr);
         if (taken) {
             UCP_PROTO_SPEC_COUNT(spec, cancel_failed, 1);
@@ -617,7 +631,7 @@ ucp_proto_spec_revoke_ack_handler(void *arg, void *data, size_t length,
      * meanwhile, and its id reused */
     ucs_list_for_each(sr, &env->rtrs, rtr_list) {
         if ((sr->pos == hdr->pos) &&
-            (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
+            (sr->state == UCP_PROTO_SPEC_RTR_REVOKING)) {
             ucp_proto_spec_rtr_dead(spec, sr, 0);
             break;
         }
@@ -660,7 +674,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
     }
 
     sr = rreq->recv.spec;
-    if ((sr != NULL) && (sr->flags & UCP_PROTO_SPEC_RREQ_CANCEL)) {
+    if ((sr != NULL) && sr->cancel) {
         return 1; /* already waiting */
     }
 
@@ -673,11 +687,11 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
      * receive; once it is gone their indices are wrong.  Revoke them. */
     ucs_list_for_each_safe(sr, tmp, &env->rtrs, rtr_list) {
         if ((sr->rreq->recv.tag.sn < rreq->recv.tag.sn) ||
-            (sr->flags & UCP_PROTO_SPEC_RREQ_REVOKING)) {
+            (sr->state == UCP_PROTO_SPEC_RTR_REVOKING)) {
             continue;
         }
 
-        if (!(sr->flags & UCP_PROTO_SPEC_RREQ_SENT)) {
+        if (sr->state == UCP_PROTO_SPEC_RTR_QUEUED) {
             /* never left: nothing to ask the sender */
             ucp_proto_spec_rtr_dead(spec, sr, 0);
             continue;
@@ -694,7 +708,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
                                               "cannot send REVOKE");
         }
 
-        sr->flags |= UCP_PROTO_SPEC_RREQ_REVOKING;
+        ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_REVOKING);
         ++env->revokes;
         UCP_PROTO_SPEC_COUNT(spec, revoke_sent, 1);
     }
@@ -718,7 +732,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
         rreq->recv.spec = sr;
     }
 
-    sr->flags  |= UCP_PROTO_SPEC_RREQ_CANCEL;
+    sr->cancel  = 1;
     env->flags |= UCP_PROTO_SPEC_RX_REVOKING;
     ucs_list_add_tail(&env->cancels, &sr->cancel_list);
     UCP_PROTO_SPEC_COUNT(spec, cancel_deferred, 1);
@@ -752,7 +766,10 @@ int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
     env  = sr->env;
     ucs_debug("spec: RTR of receive %p dropped with its endpoint: %s",
               sr->rreq, ucs_status_string(status));
-    sr->flags |= UCP_PROTO_SPEC_RREQ_SENT;
+    if (sr->state == UCP_PROTO_SPEC_RTR_QUEUED) {
+        /* purged from the lane: released as an RTR that left */
+        ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_OUT);
+    }
     ucp_proto_spec_rtr_dead(spec, sr, 1);
     ucp_proto_spec_finish_cancels(spec, env);
     return 1;
