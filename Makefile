@@ -19,7 +19,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build deps demo check check-unit check-integration check-asan \
         check-gtest check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
-        bench bench-shm bench-spec \
+        bench bench-shm bench-mpi bench-spec \
         bench-rdma bench-barrier gtest clean
 
 all: build
@@ -32,6 +32,7 @@ build: deps
 
 demo: build
 	@$(REPO)/contrib/install-deps bench mpi
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
 	@$(REPO)/contrib/demo $(PREFIX)
 
 # --------------------------------------------------------------------- tests
@@ -202,7 +203,7 @@ check-rdma-asan: deps
 # in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
 RESULTS = $(REPO)/perf/results
 
-bench: bench-shm bench-spec bench-barrier bench-rdma
+bench: bench-shm bench-mpi bench-spec bench-barrier bench-rdma
 
 # specrdv against UCX's posix and sysv on this machine, ratios to posix
 bench-shm: build
@@ -212,6 +213,17 @@ bench-shm: build
 	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm.csv
 	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
 	@cat $(RESULTS)/shm.md
+
+# MPI ping-pong and streaming bandwidth through Open MPI, 2 ranks bound:
+# specrdv, posix+cma and sysv+cma, speculation off and on, ratios to
+# posix+cma with speculation off
+bench-mpi: build
+	@$(REPO)/contrib/install-deps bench mpi
+	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	$(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) $(RESULTS)/mpi.csv
+	$(REPO)/perf/report $(RESULTS)/mpi.csv --baseline posix+cma
+	@cat $(RESULTS)/mpi.md
 
 # the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
 # Open MPI, over posix+cma and specrdv
