@@ -57,8 +57,8 @@ typedef struct uct_specrdv_verbs_config {
     unsigned                 fb_bufs;
     unsigned                 fb_window;
     unsigned                 max_peers;
-    unsigned                 max_inline;
-    unsigned                 gid_index;
+    size_t                   max_inline;  /* MEMUNITS */
+    unsigned long            gid_index;   /* ULUNITS */
     double                   timeout;
     unsigned                 retry_count;
 } uct_specrdv_verbs_config_t;

@@ -527,7 +527,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
     self->config.rx_queue_len       = config->rx_queue_len;
     self->config.fb_bufs            = config->fb_bufs;
     self->config.max_peers          = config->max_peers;
-    self->config.max_inline         = config->max_inline;
+    self->config.max_inline         = ucs_min(config->max_inline, UINT_MAX);
     self->config.timeout            =
             uct_specrdv_verbs_timeout_exp(config->timeout);
     self->config.retry_count        = config->retry_count;
