@@ -19,7 +19,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build deps demo check check-unit check-integration check-asan \
         check-gtest check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
-        bench bench-shm bench-mpi bench-spec \
+        bench bench-shm bench-mpi bench-slots bench-spec \
         bench-rdma bench-barrier gtest clean
 
 all: build
@@ -224,6 +224,16 @@ bench-mpi: build
 	$(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) $(RESULTS)/mpi.csv
 	$(REPO)/perf/report $(RESULTS)/mpi.csv --baseline posix+cma
 	@cat $(RESULTS)/mpi.md
+
+# the measurement behind specrdv's default slot geometry (not in bench)
+bench-slots: build
+	@$(REPO)/contrib/install-deps bench mpi
+	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	BENCH_SET=slots $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
+	    $(RESULTS)/slot-size.csv
+	$(REPO)/perf/report $(RESULTS)/slot-size.csv --baseline posix+cma
+	@cat $(RESULTS)/slot-size.md
 
 # the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
 # Open MPI, over posix+cma and specrdv

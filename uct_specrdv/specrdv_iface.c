@@ -22,15 +22,18 @@ static ucs_config_field_t uct_specrdv_iface_config_table[] = {
      ucs_offsetof(uct_specrdv_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"RING_SLOTS", "16",
+    {"RING_SLOTS", "15",
      "Number of slots in each per-peer ring (one ring per direction of a\n"
-     "connection). Ring memory per peer and direction is RING_SLOTS * SLOT_SIZE.",
+     "connection). Ring memory per peer and direction is RING_SLOTS * SLOT_SIZE:\n"
+     "by default 123.75 KiB, under 128 KiB.",
      ucs_offsetof(uct_specrdv_iface_config_t, ring_slots),
      UCS_CONFIG_TYPE_UINT},
 
-    {"SLOT_SIZE", "8k",
+    {"SLOT_SIZE", "8448",
      "Size of one ring slot, including the message header and the tail flag.\n"
-     "Must be a multiple of the cache line size.",
+     "Must be a multiple of the cache line size. The default holds 8 KiB and\n"
+     "UCP's eager header in one slot: an 8 KiB MPI message is one ring write,\n"
+     "not two fragments.",
      ucs_offsetof(uct_specrdv_iface_config_t, slot_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
