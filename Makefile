@@ -75,7 +75,7 @@ check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 check-integration:
 	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
 
-# spin on the speculative rendezvous model: clean runs and seeded faults
+# spin on the protocol models: clean runs and seeded faults
 check-model:
 	@$(REPO)/contrib/install-deps test
 	@$(REPO)/test/model/run $(BUILD_DIR)/test/model
