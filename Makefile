@@ -17,7 +17,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
-        check-gtest check-rdma-asan \
+        check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
         bench bench-shm bench-mpi bench-slots bench-spec \
         bench-rdma bench-barrier gtest clean
@@ -38,7 +38,7 @@ demo: build
 # --------------------------------------------------------------------- tests
 check: build
 	@$(MAKE) --no-print-directory check-unit check-model check-fuzz \
-	    check-integration check-mpi check-gtest
+	    check-integration check-mpi check-gtest check-gtest-spec
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory check-asan
 	@$(MAKE) --no-print-directory check-rdma
@@ -296,6 +296,11 @@ gtest: build
 
 check-gtest: build
 	@$(CLEAN_ENV) $(REPO)/contrib/ucx-gtest $(BUILD_DIR) 'specrdv/*'
+
+# UCX's UCP tag suites with the speculative rendezvous forced on (about 12
+# minutes, mostly their own waits)
+check-gtest-spec: build
+	@$(CLEAN_ENV) $(REPO)/test/spec-gtest $(BUILD_DIR)
 
 # written by contrib/ucx-bootstrap whenever it installs
 $(BUILD_DIR)/.install-key $(ASAN_DIR)/.install-key:
