@@ -50,6 +50,9 @@ static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
     iface_attr->iface_addr_len  = sizeof(uct_specrdv_shm_iface_addr_t);
     iface_attr->cap.flags      |= UCT_IFACE_FLAG_EP_CHECK;
 
+    /* A CMA copy gains nothing from alignment, and an alignment above one
+     * byte makes UCP's rendezvous split an unaligned buffer's first bytes
+     * into a system call of their own (as UCX's scopy interfaces, 1). */
     if (iface->rma) {
         iface_attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT |
                                  UCT_IFACE_FLAG_PUT_BCOPY |
@@ -61,15 +64,15 @@ static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
         iface_attr->cap.put.max_bcopy       = iface->super.conns.geom.slot_size;
         iface_attr->cap.put.min_zcopy       = 0;
         iface_attr->cap.put.max_zcopy       = SIZE_MAX;
-        iface_attr->cap.put.opt_zcopy_align = UCS_SYS_CACHE_LINE_SIZE;
-        iface_attr->cap.put.align_mtu       = UCS_SYS_CACHE_LINE_SIZE;
+        iface_attr->cap.put.opt_zcopy_align = 1;
+        iface_attr->cap.put.align_mtu       = 1;
         iface_attr->cap.put.max_iov         = UCT_SM_MAX_IOV;
 
         iface_attr->cap.get.max_bcopy       = iface->super.conns.geom.slot_size;
         iface_attr->cap.get.min_zcopy       = 0;
         iface_attr->cap.get.max_zcopy       = SIZE_MAX;
-        iface_attr->cap.get.opt_zcopy_align = UCS_SYS_CACHE_LINE_SIZE;
-        iface_attr->cap.get.align_mtu       = UCS_SYS_CACHE_LINE_SIZE;
+        iface_attr->cap.get.opt_zcopy_align = 1;
+        iface_attr->cap.get.align_mtu       = 1;
         iface_attr->cap.get.max_iov         = UCT_SM_MAX_IOV;
     }
 
