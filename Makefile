@@ -19,7 +19,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
-        bench bench-shm bench-mpi bench-slots bench-spec \
+        bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
 
 all: build
@@ -234,6 +234,16 @@ bench-slots: build
 	    $(RESULTS)/slot-size.csv
 	$(REPO)/perf/report $(RESULTS)/slot-size.csv --baseline posix+cma
 	@cat $(RESULTS)/slot-size.md
+
+# where UCP's rendezvous should begin on one node (not in bench)
+bench-thresh: build
+	@$(REPO)/contrib/install-deps bench mpi
+	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	BENCH_SET=thresh $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
+	    $(RESULTS)/rndv-thresh.csv
+	$(REPO)/perf/report $(RESULTS)/rndv-thresh.csv --baseline posix+cma
+	@cat $(RESULTS)/rndv-thresh.md
 
 # the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
 # Open MPI, over posix+cma and specrdv
