@@ -214,36 +214,30 @@ bench-shm: build
 	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
 	@cat $(RESULTS)/shm.md
 
-# MPI ping-pong and streaming bandwidth through Open MPI, 2 ranks bound:
-# specrdv, posix+cma and sysv+cma, speculation off and on, ratios to
-# posix+cma with speculation off
-bench-mpi: build
+# perf/bench-mpi's set $(1) (empty: its default) into $(RESULTS)/$(2).csv,
+# ratios to posix+cma
+define bench_mpi_set
 	@$(REPO)/contrib/install-deps bench mpi
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory $(MPI_BENCH)
-	$(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) $(RESULTS)/mpi.csv
-	$(REPO)/perf/report $(RESULTS)/mpi.csv --baseline posix+cma
-	@cat $(RESULTS)/mpi.md
+	BENCH_SET=$(1) $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
+	    $(RESULTS)/$(2).csv
+	$(REPO)/perf/report $(RESULTS)/$(2).csv --baseline posix+cma
+	@cat $(RESULTS)/$(2).md
+endef
+
+# MPI ping-pong and streaming bandwidth through Open MPI, 2 ranks bound:
+# specrdv, posix+cma and sysv+cma, speculation off and on
+bench-mpi: build
+	$(call bench_mpi_set,,mpi)
 
 # the measurement behind specrdv's default slot geometry (not in bench)
 bench-slots: build
-	@$(REPO)/contrib/install-deps bench mpi
-	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory $(MPI_BENCH)
-	BENCH_SET=slots $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
-	    $(RESULTS)/slot-size.csv
-	$(REPO)/perf/report $(RESULTS)/slot-size.csv --baseline posix+cma
-	@cat $(RESULTS)/slot-size.md
+	$(call bench_mpi_set,slots,slot-size)
 
 # where UCP's rendezvous should begin on one node (not in bench)
 bench-thresh: build
-	@$(REPO)/contrib/install-deps bench mpi
-	@mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory $(MPI_BENCH)
-	BENCH_SET=thresh $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
-	    $(RESULTS)/rndv-thresh.csv
-	$(REPO)/perf/report $(RESULTS)/rndv-thresh.csv --baseline posix+cma
-	@cat $(RESULTS)/rndv-thresh.md
+	$(call bench_mpi_set,thresh,rndv-thresh)
 
 # the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
 # Open MPI, over posix+cma and specrdv
