@@ -226,25 +226,81 @@ void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec)
     kh_destroy_inplace(ucp_proto_spec_rx, &spec->rx);
 }
 
-void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
-                                 int stopped)
+/* An exchange fetches one message of the peer's per send to it; two sends
+ * leave room for one iteration out of phase before RTRs are taken again */
+#define UCP_PROTO_SPEC_FETCH_DECLINES 2
+
+static ucp_proto_spec_peer_t *
+ucp_proto_spec_peer_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep, int create)
 {
-    khiter_t iter;
+    khiter_t iter = kh_get(ucp_proto_spec_peer, &spec->peers, (uintptr_t)ep);
     int ret;
 
-    if (stopped) {
-        kh_put(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep, &ret);
-        return;
+    if (iter != kh_end(&spec->peers)) {
+        return &kh_val(&spec->peers, iter);
+    }
+    if (!create) {
+        return NULL;
     }
 
-    iter = kh_get(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep);
-    if (iter != kh_end(&spec->stopped_by)) {
-        kh_del(ucp_proto_spec_peer, &spec->stopped_by, iter);
+    iter = kh_put(ucp_proto_spec_peer, &spec->peers, (uintptr_t)ep, &ret);
+    if (ret < 0) {
+        return NULL; /* no memory: the peer keeps its RTRs taken */
+    }
+    memset(&kh_val(&spec->peers, iter), 0, sizeof(ucp_proto_spec_peer_t));
+    return &kh_val(&spec->peers, iter);
+}
+
+static void ucp_proto_spec_peer_put(ucp_proto_spec_worker_t *spec,
+                                    ucp_ep_h ep, ucp_proto_spec_peer_t *peer)
+{
+    if (!peer->stopped && (peer->fetches == 0)) {
+        ucp_proto_spec_peer_forget(spec, ep);
     }
 }
 
-int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                                 int stopped)
 {
-    return kh_get(ucp_proto_spec_peer, &spec->stopped_by, (uintptr_t)ep) !=
-           kh_end(&spec->stopped_by);
+    ucp_proto_spec_peer_t *peer = ucp_proto_spec_peer_get(spec, ep, stopped);
+
+    if (peer != NULL) {
+        peer->stopped = !!stopped;
+        ucp_proto_spec_peer_put(spec, ep, peer);
+    }
+}
+
+void ucp_proto_spec_peer_fetched(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    ucp_proto_spec_peer_t *peer = ucp_proto_spec_peer_get(spec, ep, 1);
+
+    if (peer != NULL) {
+        peer->fetches = UCP_PROTO_SPEC_FETCH_DECLINES;
+    }
+}
+
+int ucp_proto_spec_peer_declines(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    ucp_proto_spec_peer_t *peer = ucp_proto_spec_peer_get(spec, ep, 0);
+
+    if (peer == NULL) {
+        return 0;
+    }
+    if (peer->stopped) {
+        return 1;
+    }
+
+    ucs_assert(peer->fetches > 0);
+    --peer->fetches;
+    ucp_proto_spec_peer_put(spec, ep, peer);
+    return 1;
+}
+
+void ucp_proto_spec_peer_forget(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    khiter_t iter = kh_get(ucp_proto_spec_peer, &spec->peers, (uintptr_t)ep);
+
+    if (iter != kh_end(&spec->peers)) {
+        kh_del(ucp_proto_spec_peer, &spec->peers, iter);
+    }
 }

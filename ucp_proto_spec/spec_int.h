@@ -217,9 +217,16 @@ enum {
 KHASH_INIT(ucp_proto_spec_rx, uint64_t, ucp_proto_spec_rx_env_t*, 1,
            kh_int64_hash_func, kh_int64_hash_equal);
 
-/* Peers that told us to stop sending them RTRs (endpoint -> 1) */
-KHASH_INIT(ucp_proto_spec_peer, uint64_t, char, 0, kh_int64_hash_func,
-           kh_int64_hash_equal);
+/* What a shared-memory peer's traffic asks of our sends to it (see
+ * spec_send.c, decline); endpoints with neither are not in the table */
+typedef struct ucp_proto_spec_peer {
+    uint8_t                   stopped;   /* it stopped our RTRs */
+    uint8_t                   fetches;   /* its RTRs still to decline since
+                                            we fetched one of its messages */
+} ucp_proto_spec_peer_t;
+
+KHASH_INIT(ucp_proto_spec_peer, uint64_t, ucp_proto_spec_peer_t, 1,
+           kh_int64_hash_func, kh_int64_hash_equal);
 
 static inline khint_t ucp_proto_spec_tx_key_hash(ucp_proto_spec_tx_key_t key)
 {
@@ -241,7 +248,7 @@ typedef struct ucp_proto_spec_worker {
     uint64_t                  next_epoch;
     khash_t(ucp_proto_spec_tx) tx;
     khash_t(ucp_proto_spec_rx) rx;
-    khash_t(ucp_proto_spec_peer) stopped_by; /* see spec_send.c, decline */
+    khash_t(ucp_proto_spec_peer) peers;   /* see spec_send.c, decline */
     ucs_list_link_t           tx_lru;     /* most recent first */
     ucs_list_link_t           rx_lru;
     unsigned                  tx_count;
@@ -277,7 +284,9 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
 void ucp_proto_spec_env_cleanup(ucp_proto_spec_worker_t *spec);
 void ucp_proto_spec_peer_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                                  int stopped);
-int ucp_proto_spec_peer_is_stopped(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
+void ucp_proto_spec_peer_fetched(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
+int ucp_proto_spec_peer_declines(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
+void ucp_proto_spec_peer_forget(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 
 /* spec_ctl.c: what both sides call */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,

@@ -486,11 +486,15 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
         UCP_PROTO_SPEC_COUNT(spec, resume_recv, 1);
     }
 
-    /* the sender side's decline rule (spec_send.c) looks at this */
-    if ((flags & (UCP_PROTO_SPEC_RTS_FLAG_STOP |
-                  UCP_PROTO_SPEC_RTS_FLAG_RESUME)) &&
-        (ucp_worker_get_ep_by_id(spec->worker, hdr->sreq.ep_id, &old_ep) ==
-         UCS_OK)) {
+    /* the sender side's decline rule (spec_send.c) looks at these: we fetch
+     * this message, and the peer may have stopped or resumed our RTRs */
+    if (ucp_worker_get_ep_by_id(spec->worker, hdr->sreq.ep_id, &old_ep) !=
+        UCS_OK) {
+        return;
+    }
+    ucp_proto_spec_peer_fetched(spec, old_ep);
+    if (flags & (UCP_PROTO_SPEC_RTS_FLAG_STOP |
+                 UCP_PROTO_SPEC_RTS_FLAG_RESUME)) {
         ucp_proto_spec_peer_stopped(spec, old_ep,
                                     flags & UCP_PROTO_SPEC_RTS_FLAG_STOP);
     }

@@ -63,8 +63,14 @@ static int ucp_proto_spec_send_fits(const ucp_request_t *sreq)
  * direction's are taken, so one process ends up doing both copies and the
  * exchange takes twice as long.  A sender whose own RTRs the peer stopped
  * therefore declines the peer's RTRs too; its usage factor falls and it
- * stops them in turn, and both sides re-probe after their back-off.  With
- * RDMA the NIC moves the data and there is nothing to balance.
+ * stops them in turn, and both sides re-probe after their back-off.  The
+ * same happens when the RTRs do not cross but the pair falls out of phase
+ * (specrdv's ring delivers them in time): the process ahead sends an RTS,
+ * the one behind fetches that message in its receive and puts its own
+ * into the RTR it holds, both copies again.  So a sender that has just
+ * fetched one of the peer's messages declines the peer's next RTRs (two),
+ * and each process copies what it receives, as stock UCX does.  With RDMA
+ * the NIC moves the data and there is nothing to balance.
  */
 static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
                                   const ucp_request_t *sreq)
@@ -73,7 +79,7 @@ static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
     ucp_lane_index_t lane = ucp_ep_config(ep)->rndv.put_zcopy.lanes[0];
 
     return (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
-           ucp_proto_spec_peer_is_stopped(spec, ep);
+           ucp_proto_spec_peer_declines(spec, ep);
 }
 
 /* §3.6: judge the RTR usage factor before sending an RTS; re-probe after an

@@ -138,7 +138,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     spec->next_epoch = ucs_generate_uuid((uintptr_t)worker);
     kh_init_inplace(ucp_proto_spec_tx, &spec->tx);
     kh_init_inplace(ucp_proto_spec_rx, &spec->rx);
-    kh_init_inplace(ucp_proto_spec_peer, &spec->stopped_by);
+    kh_init_inplace(ucp_proto_spec_peer, &spec->peers);
     ucs_list_head_init(&spec->tx_lru);
     ucs_list_head_init(&spec->rx_lru);
     worker->spec = spec;
@@ -185,7 +185,7 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
     }
 
     ucp_proto_spec_env_cleanup(spec);
-    kh_destroy_inplace(ucp_proto_spec_peer, &spec->stopped_by);
+    kh_destroy_inplace(ucp_proto_spec_peer, &spec->peers);
     UCS_STATS_NODE_FREE(spec->stats);
     ucs_config_parser_release_opts(&spec->config, ucp_proto_spec_config_table);
     ucs_free(spec);
@@ -209,7 +209,7 @@ void ucp_proto_spec_ep_cleanup(ucp_ep_h ep)
     }
 
     ucp_proto_spec_recv_ep_cleanup(spec, ep);
-    ucp_proto_spec_peer_stopped(spec, ep, 0);
+    ucp_proto_spec_peer_forget(spec, ep);
 }
 
 ucs_status_t ucp_proto_spec_worker_counters(ucp_worker_h worker,

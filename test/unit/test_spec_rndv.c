@@ -761,6 +761,51 @@ static void test_decline_when_stopped_back(void **state)
     ucp_request_free(rreq);
 }
 
+/* Shared memory, the pair out of phase: the sender has just fetched one of
+ * the receiver's messages (its RTS came first), so it declines the
+ * receiver's next two RTRs rather than copying both directions itself, and
+ * takes the third.  Each time an RTR is waiting when the send is posted. */
+static void test_decline_after_fetch(void **state)
+{
+    fx_t *fx = *state;
+    ucp_request_param_t rparam = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv      = recv_cb,
+        .user_data    = NULL
+    };
+    req_t rr, back;
+    void *rreq;
+    unsigned i;
+
+    /* r -> s, sender first: s fetches it when its receive matches the RTS */
+    memset(&back, 0, sizeof(back));
+    memset(fx->rbuf[3], 0xee, 2 * BIG);
+    rparam.user_data = &back;
+    post_send(fx, &fx->r, 3, BIG, 0);
+    progress(&fx->s, 10);
+    rreq = ucp_tag_recv_nbx(fx->s.worker, fx->rbuf[3], BIG, TAG, MASK_FULL,
+                            &rparam);
+    assert_false(UCS_PTR_IS_ERR(rreq));
+    wait_both(fx, &back);
+    assert_int_equal(back.status, UCS_OK);
+    check_data(fx, 3, 3, BIG, BIG);
+    ucp_request_free(rreq);
+    assert_int_equal(S_DELTA(fx, rtr_used), 0);
+
+    for (i = 0; i < 3; ++i) {
+        rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+        progress(&fx->s, 10);               /* the RTR arrives */
+        post_send(fx, &fx->s, 1, BIG, 0);
+        wait_both(fx, &rr);
+        assert_int_equal(rr.status, UCS_OK);
+        check_data(fx, 1, 1, BIG, BIG);
+        ucp_request_free(rreq);
+        assert_int_equal(S_DELTA(fx, rtr_declined), (i < 2) ? i + 1 : 2);
+        assert_int_equal(S_DELTA(fx, rtr_used), (i < 2) ? 0 : 1);
+    }
+}
+
 static int run_group(const char *transports)
 {
     const struct CMUnitTest tests[] = {
@@ -781,6 +826,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_second_sender, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adaptation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_decline_when_stopped_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_decline_after_fetch, setup, teardown),
     };
     size_t count = sizeof(tests) / sizeof(tests[0]);
     char name[64];
