@@ -104,6 +104,13 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "UCP keeps the state that tells.",
    ucs_offsetof(ucp_proto_spec_config_t, early_progress), UCS_CONFIG_TYPE_BOOL},
 
+  {"SHM_BALANCE", "y",
+   "On shared memory, where the sender's CPU copies a taken RTR's data, decline\n"
+   "a peer's RTRs while it stops ours or just after fetching one of its\n"
+   "messages, so that each process copies what it receives (n: take every\n"
+   "usable RTR, as over RDMA).",
+   ucs_offsetof(ucp_proto_spec_config_t, shm_balance), UCS_CONFIG_TYPE_BOOL},
+
   {"ADAPT_THRESH", "0.8",
    "Adaptation: a sender stops speculation for an envelope (stop-RTR on its\n"
    "next RTS) when fewer than this fraction of the RTRs it received were used.\n"

@@ -97,6 +97,7 @@ typedef struct ucp_proto_spec_config {
     uint64_t     sender_mask;
     uint64_t     ignore_mask;
     int          early_progress;
+    int          shm_balance;
     double       adapt_thresh;
     unsigned     adapt_min_sample;
     unsigned     adapt_backoff;

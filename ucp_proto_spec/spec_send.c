@@ -78,7 +78,8 @@ static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
     ucp_ep_h ep = sreq->send.ep;
     ucp_lane_index_t lane = ucp_ep_config(ep)->rndv.put_zcopy.lanes[0];
 
-    return (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
+    return spec->config.shm_balance &&
+           (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
            ucp_proto_spec_peer_declines(spec, ep);
 }
 

@@ -185,8 +185,8 @@ static req_t *post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync)
     return req;
 }
 
-static void *post_recv(fx_t *fx, unsigned slot, size_t len, ucp_tag_t mask,
-                       req_t *req)
+static void *post_recv_side(fx_t *fx, side_t *side, unsigned slot, size_t len,
+                            ucp_tag_t mask, req_t *req)
 {
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -198,11 +198,17 @@ static void *post_recv(fx_t *fx, unsigned slot, size_t len, ucp_tag_t mask,
 
     memset(req, 0, sizeof(*req));
     memset(fx->rbuf[slot], 0xee, 2 * BIG);
-    sp = ucp_tag_recv_nbx(fx->r.worker, fx->rbuf[slot], len, TAG, mask,
+    sp = ucp_tag_recv_nbx(side->worker, fx->rbuf[slot], len, TAG, mask,
                           &param);
     assert_false(UCS_PTR_IS_ERR(sp));
     assert_non_null(sp);
     return sp;
+}
+
+static void *post_recv(fx_t *fx, unsigned slot, size_t len, ucp_tag_t mask,
+                       req_t *req)
+{
+    return post_recv_side(fx, &fx->r, slot, len, mask, req);
 }
 
 static ucp_proto_spec_counters_t counters(side_t *side)
@@ -727,11 +733,6 @@ static void test_adaptation(void **state)
 static void test_decline_when_stopped_back(void **state)
 {
     fx_t *fx = *state;
-    ucp_request_param_t rparam = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv      = recv_cb
-    };
     req_t rr;
     void *rreq;
     unsigned i;
@@ -739,13 +740,10 @@ static void test_decline_when_stopped_back(void **state)
     /* reverse direction, r -> s: s's RTRs always cross r's RTS; after 4 of
      * them r stops them, and its next RTS tells s so */
     for (i = 0; i < 4 + 2; ++i) {
-        memset(&rr, 0, sizeof(rr));
-        rparam.user_data = &rr;
-        rreq = ucp_tag_recv_nbx(fx->s.worker, fx->rbuf[3], BIG, TAG,
-                                MASK_FULL, &rparam);
-        assert_false(UCS_PTR_IS_ERR(rreq));
+        rreq = post_recv_side(fx, &fx->s, 3, BIG, MASK_FULL, &rr);
         post_send(fx, &fx->r, 3, BIG, 0);
         wait_both(fx, &rr);
+        check_data(fx, 3, 3, BIG, BIG);
         ucp_request_free(rreq);
     }
     assert_int_equal(counters(&fx->s).stop_recv, 1);
@@ -768,25 +766,14 @@ static void test_decline_when_stopped_back(void **state)
 static void test_decline_after_fetch(void **state)
 {
     fx_t *fx = *state;
-    ucp_request_param_t rparam = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv      = recv_cb,
-        .user_data    = NULL
-    };
     req_t rr, back;
     void *rreq;
     unsigned i;
 
     /* r -> s, sender first: s fetches it when its receive matches the RTS */
-    memset(&back, 0, sizeof(back));
-    memset(fx->rbuf[3], 0xee, 2 * BIG);
-    rparam.user_data = &back;
     post_send(fx, &fx->r, 3, BIG, 0);
     progress(&fx->s, 10);
-    rreq = ucp_tag_recv_nbx(fx->s.worker, fx->rbuf[3], BIG, TAG, MASK_FULL,
-                            &rparam);
-    assert_false(UCS_PTR_IS_ERR(rreq));
+    rreq = post_recv_side(fx, &fx->s, 3, BIG, MASK_FULL, &back);
     wait_both(fx, &back);
     assert_int_equal(back.status, UCS_OK);
     check_data(fx, 3, 3, BIG, BIG);
@@ -804,6 +791,40 @@ static void test_decline_after_fetch(void **state)
         assert_int_equal(S_DELTA(fx, rtr_declined), (i < 2) ? i + 1 : 2);
         assert_int_equal(S_DELTA(fx, rtr_used), (i < 2) ? 0 : 1);
     }
+}
+
+static int setup_no_balance(void **state)
+{
+    int ret;
+
+    setenv("UCX_SPEC_SHM_BALANCE", "n", 1);
+    ret = setup(state);
+    unsetenv("UCX_SPEC_SHM_BALANCE");
+    return ret;
+}
+
+/* The same with UCX_SPEC_SHM_BALANCE=n: the RTR is taken at once */
+static void test_no_decline_unbalanced(void **state)
+{
+    fx_t *fx = *state;
+    req_t rr;
+    void *rreq;
+
+    post_send(fx, &fx->r, 3, BIG, 0);
+    progress(&fx->s, 10);
+    rreq = post_recv_side(fx, &fx->s, 3, BIG, MASK_FULL, &rr);
+    wait_both(fx, &rr);
+    check_data(fx, 3, 3, BIG, BIG);
+    ucp_request_free(rreq);
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    post_send(fx, &fx->s, 1, BIG, 0);
+    wait_both(fx, &rr);
+    check_data(fx, 1, 1, BIG, BIG);
+    ucp_request_free(rreq);
+    assert_int_equal(S_DELTA(fx, rtr_declined), 0);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
 }
 
 static int run_group(const char *transports)
@@ -827,6 +848,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_adaptation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_decline_when_stopped_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_decline_after_fetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_decline_unbalanced, setup_no_balance, teardown),
     };
     size_t count = sizeof(tests) / sizeof(tests[0]);
     char name[64];
