@@ -57,9 +57,11 @@ $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
 	    -I$(1)/ucx-1.13.1/src -o $$@ $$(filter %.c,$$^) \
 	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib \
 	    -L$(1)/prefix/lib/ucx -Wl,-rpath,$(1)/prefix/lib/ucx \
-	    -luct_specrdv -lucp -luct -lucs -lcmocka
-# the barrier's pattern is compiled in from where it lives
+	    -luct_specrdv -lucp -luct -lucs -lcmocka -lm
+# the barrier's pattern and the hot-buffer table are compiled in from where
+# they live
 $(1)/test/unit/test_barrier_pattern: $(REPO)/barrier/spec_barrier_pattern.c
+$(1)/test/unit/test_spec_hotbuf: $(REPO)/ucp_proto_spec/spec_hotbuf.c
 endef
 $(eval $(call unit_rule,$(BUILD_DIR),))
 $(eval $(call unit_rule,$(ASAN_DIR),-fsanitize=address$(,)undefined -fno-omit-frame-pointer))
