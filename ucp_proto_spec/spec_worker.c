@@ -86,6 +86,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     uint64_t sender_mask;
     ucs_status_t status;
 
+    ucp_proto_spec_hotbuf_worker_init(worker);
     worker->spec = NULL;
     if (!(context->config.features & UCP_FEATURE_TAG)) {
         return;
@@ -176,6 +177,7 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
 
+    ucp_proto_spec_hotbuf_worker_cleanup(worker);
     if (spec == NULL) {
         return;
     }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ucp_ep_msg_config;
+
 /* Room an RTS needs beyond UCX's header and rkey */
 #define UCP_PROTO_SPEC_RTS_TRAILER_SIZE 16
 
@@ -110,6 +112,18 @@ size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length);
 /* ucp_tag_send_nbx / ucp_tag_send_sync_nbx on return: count the send */
 void ucp_proto_spec_send_done(ucp_ep_h ep, ucp_tag_t tag,
                               ucs_status_ptr_t ret);
+
+
+/* Hot-buffer zero-copy eager (spec_eager.c), independent of speculation:
+ * ucp_proto_spec_worker_init / _cleanup call the first two */
+void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker);
+void ucp_proto_spec_hotbuf_worker_cleanup(ucp_worker_h worker);
+
+/* ucp_tag_send_req, after the zcopy threshold is chosen: the threshold for
+ * this send, its own length if its buffer is hot */
+size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
+                                          const struct ucp_ep_msg_config *msg_config,
+                                          size_t zcopy_thresh);
 
 
 /* For tests and tools: the worker's counters; UCS_ERR_UNSUPPORTED if

@@ -1,0 +1,350 @@
+/**
+ * ucx-spec: hot-buffer zero-copy eager (Rashti & Afsahi), where UCP's eager
+ * send meets the usage table of spec_hotbuf.c.
+ *
+ * UCP picks bcopy or zcopy by length alone.  A send from a buffer reused
+ * often enough for its size class goes zero-copy below the zcopy threshold
+ * instead: UCP's own zcopy path registers it through the md, whose rcache
+ * keeps the registration and drops it on UCM's memory events, so nothing
+ * stale is ever sent from.  The costs behind the threshold are measured on
+ * the first eligible send, on the md that send uses: C(m) a memcpy, R(m) a
+ * registration of fresh memory, V a table hit plus the registration of
+ * cached memory that every zero-copy send repeats.  An md without a cache
+ * pays its whole registration in V, so no class pays there.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_hotbuf.h"
+#include "ucp_proto_spec.h"
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucs/config/parser.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Calibrated sizes: 2^c from 64 B to 256 KiB (beyond, UCP's zcopy already) */
+#define UCP_PROTO_SPEC_HOTBUF_CLASS_MIN  6
+#define UCP_PROTO_SPEC_HOTBUF_CLASS_MAX  18
+#define UCP_PROTO_SPEC_HOTBUF_REPS       32
+/* a copy is timed over this many bytes, so that the clock's own cost and
+ * resolution vanish even at 64 B (~1 ms in all) */
+#define UCP_PROTO_SPEC_HOTBUF_COPY_BYTES UCS_MBYTE
+#define UCP_PROTO_SPEC_HOTBUF_LOOKUPS    4096
+
+typedef struct {
+    int          enable;
+    unsigned     table_size;
+    double       fraction;
+    double       min_hot;
+    int          print;
+} ucp_proto_spec_hotbuf_config_t;
+
+typedef struct ucp_proto_spec_hotbuf_worker {
+    ucp_proto_spec_hotbuf_t        table;
+    ucp_proto_spec_hotbuf_config_t config;
+    ucp_md_index_t                 md_index;  /* calibrated on it, or NONE */
+    int                            failed;
+} ucp_proto_spec_hotbuf_worker_t;
+
+static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
+  {"HOTBUF", "n",
+   "Hot-buffer zero-copy eager: an eager send from a buffer reused often\n"
+   "enough for its size goes zero-copy below UCX_ZCOPY_THRESH; the threshold\n"
+   "is measured on the running machine (Rashti & Afsahi).",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, enable), UCS_CONFIG_TYPE_BOOL},
+
+  {"HOTBUF_TABLE", "4096",
+   "Buffers whose reuse is counted, per worker (bounded; the least recently\n"
+   "used goes first).",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, table_size),
+   UCS_CONFIG_TYPE_UINT},
+
+  {"HOTBUF_FRACTION", "0.25",
+   "Register a buffer once it was sent this share of the reuse count n that\n"
+   "pays for its registration, n > R / (C - V).",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, fraction),
+   UCS_CONFIG_TYPE_DOUBLE},
+
+  {"HOTBUF_MIN_HOT", "0.2",
+   "Stop tracking new buffers while fewer than this share of the tracked ones\n"
+   "are hot and the table's chains have grown; resume later.",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, min_hot),
+   UCS_CONFIG_TYPE_DOUBLE},
+
+  {"HOTBUF_PRINT", "n",
+   "Print the measured costs and thresholds per size when they are measured,\n"
+   "and the table's counters when the worker is destroyed.",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, print), UCS_CONFIG_TYPE_BOOL},
+
+  {NULL}
+};
+
+UCS_CONFIG_REGISTER_TABLE(ucp_proto_spec_hotbuf_config_table,
+                          "UCP hot-buffer zero-copy eager", "SPEC_",
+                          ucp_proto_spec_hotbuf_config_t,
+                          &ucs_config_global_list)
+
+
+void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
+{
+    ucp_proto_spec_hotbuf_worker_t *hbw;
+    ucs_status_t status;
+
+    worker->spec_hotbuf = NULL;
+    if (!(worker->context->config.features & UCP_FEATURE_TAG)) {
+        return;
+    }
+
+    hbw = ucs_calloc(1, sizeof(*hbw), "ucp_proto_spec_hotbuf_worker");
+    if (hbw == NULL) {
+        ucs_warn("spec: no memory, hot-buffer eager is off");
+        return;
+    }
+
+    status = ucs_config_parser_fill_opts(&hbw->config,
+                                         ucp_proto_spec_hotbuf_config_table,
+                                         worker->context->config.env_prefix,
+                                         "SPEC_", 0);
+    if (status != UCS_OK) {
+        ucs_error("spec: invalid UCX_SPEC_HOTBUF* configuration, hot-buffer "
+                  "eager is off");
+        ucs_free(hbw);
+        return;
+    }
+
+    if (!hbw->config.enable) {
+        goto err_release;
+    }
+
+    status = ucp_proto_spec_hotbuf_init(&hbw->table, hbw->config.table_size,
+                                        hbw->config.fraction,
+                                        hbw->config.min_hot);
+    if (status != UCS_OK) {
+        ucs_error("spec: UCX_SPEC_HOTBUF_TABLE must be 1..16M, "
+                  "UCX_SPEC_HOTBUF_FRACTION in (0,1] and "
+                  "UCX_SPEC_HOTBUF_MIN_HOT in [0,1]; hot-buffer eager is off");
+        goto err_release;
+    }
+
+    hbw->md_index       = UCP_NULL_RESOURCE;
+    worker->spec_hotbuf = hbw;
+    return;
+
+err_release:
+    ucs_config_parser_release_opts(&hbw->config,
+                                   ucp_proto_spec_hotbuf_config_table);
+    ucs_free(hbw);
+}
+
+void ucp_proto_spec_hotbuf_worker_cleanup(ucp_worker_h worker)
+{
+    ucp_proto_spec_hotbuf_worker_t *hbw = worker->spec_hotbuf;
+
+    if (hbw == NULL) {
+        return;
+    }
+
+    if (hbw->config.print) {
+        /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
+#define UCP_PROTO_SPEC_HOTBUF_PRINT(_name, _words) \
+        " %s %" PRIu64
+#define UCP_PROTO_SPEC_HOTBUF_ARGS(_name, _words) \
+        , _words, hbw->table.cnt._name
+        fprintf(stderr, "[%s] ucx-spec: worker %p"
+                UCP_PROTO_SPEC_HOTBUF_COUNTERS(UCP_PROTO_SPEC_HOTBUF_PRINT)
+                "\n", ucs_get_host_name(), worker
+                UCP_PROTO_SPEC_HOTBUF_COUNTERS(UCP_PROTO_SPEC_HOTBUF_ARGS));
+#undef UCP_PROTO_SPEC_HOTBUF_ARGS
+#undef UCP_PROTO_SPEC_HOTBUF_PRINT
+    }
+
+    ucp_proto_spec_hotbuf_cleanup(&hbw->table);
+    ucs_config_parser_release_opts(&hbw->config,
+                                   ucp_proto_spec_hotbuf_config_table);
+    ucs_free(hbw);
+    worker->spec_hotbuf = NULL;
+}
+
+/* Seconds for one registration and deregistration of [buffer, +length) */
+static ucs_status_t ucp_proto_spec_hotbuf_time_reg(uct_md_h md, void *buffer,
+                                                   size_t length,
+                                                   double *seconds)
+{
+    uct_mem_h memh;
+    ucs_status_t status;
+    double start;
+
+    *seconds = 0;
+    start    = ucs_get_accurate_time();
+    status = uct_md_mem_reg(md, buffer, length, UCT_MD_MEM_ACCESS_RMA, &memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status   = uct_md_mem_dereg(md, memh);
+    *seconds = ucs_get_accurate_time() - start;
+    return status;
+}
+
+/* R(m): registering memory the md has not seen, the least of a few tries */
+static ucs_status_t ucp_proto_spec_hotbuf_time_fresh(uct_md_h md, size_t size,
+                                                     double *seconds)
+{
+    ucs_status_t status = UCS_OK;
+    double t;
+    void *buf;
+    int i;
+
+    *seconds = 1;
+    for (i = 0; (status == UCS_OK) && (i < 3); ++i) {
+        buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED) {
+            return UCS_ERR_NO_MEMORY;
+        }
+
+        memset(buf, 1, size);
+        status   = ucp_proto_spec_hotbuf_time_reg(md, buf, size, &t);
+        *seconds = ucs_min(*seconds, t);
+        munmap(buf, size);
+    }
+
+    return status;
+}
+
+static ucs_status_t
+ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md,
+                                const uct_md_attr_t *md_attr)
+{
+    size_t max = UCS_BIT(UCP_PROTO_SPEC_HOTBUF_CLASS_MAX);
+    double reg[UCP_PROTO_SPEC_HOTBUF_CLASSES]  = {0};
+    double copy[UCP_PROTO_SPEC_HOTBUF_CLASSES] = {0};
+    ucp_proto_spec_hotbuf_t scratch;
+    double start, t, lookup, cached;
+    ucs_status_t status;
+    unsigned c, i, reps;
+    uint8_t *buf;
+    size_t size;
+
+    buf = mmap(NULL, 2 * max, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memset(buf, 1, 2 * max);
+
+    /* V: a hit in a table, then the registration of memory the md has seen */
+    status = ucp_proto_spec_hotbuf_init(&scratch, 64, 1, 0);
+    if (status != UCS_OK) {
+        goto out;
+    }
+    for (c = 0; c < UCP_PROTO_SPEC_HOTBUF_CLASSES; ++c) {
+        reg[c] = copy[c] = 1;
+    }
+    ucp_proto_spec_hotbuf_set_costs(&scratch, reg, copy, 0);
+    ucp_proto_spec_hotbuf_use(&scratch, buf, 4096);
+    start = ucs_get_accurate_time();
+    for (i = 0; i < UCP_PROTO_SPEC_HOTBUF_LOOKUPS; ++i) {
+        ucp_proto_spec_hotbuf_use(&scratch, buf, 4096);
+    }
+    lookup = (ucs_get_accurate_time() - start) / UCP_PROTO_SPEC_HOTBUF_LOOKUPS;
+    ucp_proto_spec_hotbuf_cleanup(&scratch);
+
+    cached = 0;
+    if (md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+        status = ucp_proto_spec_hotbuf_time_reg(md, buf, 4096, &t); /* warm */
+        for (i = 0; (status == UCS_OK) && (i < UCP_PROTO_SPEC_HOTBUF_REPS);
+             ++i) {
+            status  = ucp_proto_spec_hotbuf_time_reg(md, buf, 4096, &t);
+            cached += t / UCP_PROTO_SPEC_HOTBUF_REPS;
+        }
+        if (status != UCS_OK) {
+            goto out;
+        }
+    }
+
+    memset(reg, 0, sizeof(reg));
+    memset(copy, 0, sizeof(copy));
+    for (c = UCP_PROTO_SPEC_HOTBUF_CLASS_MIN;
+         c <= UCP_PROTO_SPEC_HOTBUF_CLASS_MAX; ++c) {
+        size  = UCS_BIT(c);
+        reps  = ucs_max(UCP_PROTO_SPEC_HOTBUF_REPS,
+                        UCP_PROTO_SPEC_HOTBUF_COPY_BYTES / size);
+        start = ucs_get_accurate_time();
+        for (i = 0; i < reps; ++i) {
+            memcpy(buf + max, buf + (i & 1), size);
+            ucs_compiler_fence();
+        }
+        copy[c] = (ucs_get_accurate_time() - start) / reps;
+        /* fresh memory each time: munmap tells the rcache to forget it */
+        reg[c] = 1e-9; /* an md with nothing to register still costs V */
+        if (md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+            status = ucp_proto_spec_hotbuf_time_fresh(md, size, &reg[c]);
+            if (status != UCS_OK) {
+                goto out;
+            }
+        }
+    }
+
+    ucp_proto_spec_hotbuf_set_costs(&hbw->table, reg, copy, lookup + cached);
+    if (hbw->config.print) {
+        ucp_proto_spec_hotbuf_print(&hbw->table, stderr);
+    }
+    status = UCS_OK;
+
+out:
+    munmap(buf, 2 * max);
+    return status;
+}
+
+size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
+                                          const ucp_ep_msg_config_t *msg_config,
+                                          size_t zcopy_thresh)
+{
+    ucp_proto_spec_hotbuf_worker_t *hbw = req->send.ep->worker->spec_hotbuf;
+    size_t length                       = req->send.length;
+    ucp_md_index_t md_index;
+    ucs_status_t status;
+
+    if (ucs_likely(hbw == NULL) || (length >= zcopy_thresh) ||
+        (msg_config->max_zcopy == 0) ||
+        !UCP_DT_IS_CONTIG(req->send.datatype) ||
+        !UCP_MEM_IS_HOST(req->send.mem_type)) {
+        return zcopy_thresh;
+    }
+
+    md_index = ucp_ep_md_index(req->send.ep, req->send.lane);
+    if (ucs_unlikely(hbw->md_index != md_index)) {
+        if ((hbw->md_index != UCP_NULL_RESOURCE) || hbw->failed) {
+            return zcopy_thresh; /* thresholds hold for one md only */
+        }
+
+        status = ucp_proto_spec_hotbuf_calibrate(
+                hbw, ucp_ep_md(req->send.ep, req->send.lane),
+                ucp_ep_md_attr(req->send.ep, req->send.lane));
+        if (status != UCS_OK) {
+            ucs_diag("spec: measuring registration costs failed (%s), "
+                     "hot-buffer eager is off", ucs_status_string(status));
+            hbw->failed = 1;
+            return zcopy_thresh;
+        }
+
+        hbw->md_index = md_index;
+    }
+
+    return ucp_proto_spec_hotbuf_use(&hbw->table, req->send.buffer, length) ?
+           length : zcopy_thresh;
+}
