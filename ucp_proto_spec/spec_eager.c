@@ -20,7 +20,7 @@
 #endif
 
 #include "spec_hotbuf.h"
-#include "ucp_proto_spec.h"
+#include "spec_int.h"
 
 #include <ucp/core/ucp_ep.inl>
 #include <ucp/core/ucp_request.inl>
@@ -28,9 +28,7 @@
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/sys.h>
 #include <ucs/time/time.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -55,8 +53,7 @@ typedef struct {
 typedef struct ucp_proto_spec_hotbuf_worker {
     ucp_proto_spec_hotbuf_t        table;
     ucp_proto_spec_hotbuf_config_t config;
-    ucp_md_index_t                 md_index;  /* calibrated on it, or NONE */
-    int                            failed;
+    ucp_md_index_t                 md_index;  /* measured on it, or NULL */
 } ucp_proto_spec_hotbuf_worker_t;
 
 static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
@@ -90,6 +87,14 @@ static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, print), UCS_CONFIG_TYPE_BOOL},
 
   {NULL}
+};
+
+static const ucp_proto_spec_counter_info_t
+ucp_proto_spec_hotbuf_counter_info[] = {
+#define UCP_PROTO_SPEC_HOTBUF_COUNTER_INFO(_name, _words) \
+    {_words, ucs_offsetof(ucp_proto_spec_hotbuf_counters_t, _name)},
+    UCP_PROTO_SPEC_HOTBUF_COUNTERS(UCP_PROTO_SPEC_HOTBUF_COUNTER_INFO)
+#undef UCP_PROTO_SPEC_HOTBUF_COUNTER_INFO
 };
 
 UCS_CONFIG_REGISTER_TABLE(ucp_proto_spec_hotbuf_config_table,
@@ -158,17 +163,10 @@ void ucp_proto_spec_hotbuf_worker_cleanup(ucp_worker_h worker)
     }
 
     if (hbw->config.print) {
-        /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
-#define UCP_PROTO_SPEC_HOTBUF_PRINT(_name, _words) \
-        " %s %" PRIu64
-#define UCP_PROTO_SPEC_HOTBUF_ARGS(_name, _words) \
-        , _words, hbw->table.cnt._name
-        fprintf(stderr, "[%s] ucx-spec: worker %p"
-                UCP_PROTO_SPEC_HOTBUF_COUNTERS(UCP_PROTO_SPEC_HOTBUF_PRINT)
-                "\n", ucs_get_host_name(), worker
-                UCP_PROTO_SPEC_HOTBUF_COUNTERS(UCP_PROTO_SPEC_HOTBUF_ARGS));
-#undef UCP_PROTO_SPEC_HOTBUF_ARGS
-#undef UCP_PROTO_SPEC_HOTBUF_PRINT
+        ucp_proto_spec_report(worker, ucp_proto_spec_hotbuf_counter_info,
+                              ucs_static_array_size(
+                                      ucp_proto_spec_hotbuf_counter_info),
+                              &hbw->table.cnt);
     }
 
     ucp_proto_spec_hotbuf_cleanup(&hbw->table);
@@ -328,21 +326,21 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
 
     md_index = ucp_ep_md_index(req->send.ep, req->send.lane);
     if (ucs_unlikely(hbw->md_index != md_index)) {
-        if ((hbw->md_index != UCP_NULL_RESOURCE) || hbw->failed) {
+        if (hbw->md_index != UCP_NULL_RESOURCE) {
             return zcopy_thresh; /* thresholds hold for one md only */
         }
 
+        /* measured once: after a failure no class has costs, so every
+         * size stays bcopy without a lookup */
+        hbw->md_index = md_index;
         status = ucp_proto_spec_hotbuf_calibrate(
                 hbw, ucp_ep_md(req->send.ep, req->send.lane),
                 ucp_ep_md_attr(req->send.ep, req->send.lane));
         if (status != UCS_OK) {
             ucs_diag("spec: measuring registration costs failed (%s), "
                      "hot-buffer eager is off", ucs_status_string(status));
-            hbw->failed = 1;
             return zcopy_thresh;
         }
-
-        hbw->md_index = md_index;
     }
 
     return ucp_proto_spec_hotbuf_use(&hbw->table, req->send.buffer, length) ?

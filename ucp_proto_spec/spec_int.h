@@ -289,6 +289,17 @@ void ucp_proto_spec_peer_fetched(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 int ucp_proto_spec_peer_declines(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 void ucp_proto_spec_peer_forget(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 
+/* spec_worker.c: a report line of counters, for UCX_SPEC_REPORT and
+ * UCX_SPEC_HOTBUF_PRINT; each counter's words and its place in @a cnt */
+typedef struct {
+    const char *words;
+    size_t     offset;
+} ucp_proto_spec_counter_info_t;
+
+void ucp_proto_spec_report(ucp_worker_h worker,
+                           const ucp_proto_spec_counter_info_t *info,
+                           size_t count, const void *cnt);
+
 /* spec_ctl.c: what both sides call */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
                                      const void *hdr, size_t length);

@@ -38,10 +38,7 @@ static ucs_stats_class_t ucp_proto_spec_stats_class = {
 #endif
 
 /* The report's words for each counter, in the order declared */
-static const struct {
-    const char *words;
-    size_t     offset;
-} ucp_proto_spec_counter_info[] = {
+static const ucp_proto_spec_counter_info_t ucp_proto_spec_counter_info[] = {
 #define UCP_PROTO_SPEC_COUNTER_INFO(_name, _words) \
     {_words, ucs_offsetof(ucp_proto_spec_counters_t, _name)},
     UCP_PROTO_SPEC_COUNTERS(UCP_PROTO_SPEC_COUNTER_INFO)
@@ -154,23 +151,24 @@ err_free:
     ucs_free(spec);
 }
 
-static void ucp_proto_spec_report(ucp_proto_spec_worker_t *spec)
+void ucp_proto_spec_report(ucp_worker_h worker,
+                           const ucp_proto_spec_counter_info_t *info,
+                           size_t count, const void *cnt)
 {
     UCS_STRING_BUFFER_ONSTACK(strb, 1024);
     size_t i;
 
-    for (i = 0; i < ucs_static_array_size(ucp_proto_spec_counter_info); ++i) {
+    for (i = 0; i < count; ++i) {
         ucs_string_buffer_appendf(
                 &strb, "%s%s %" PRIu64,
-                ((i == 0) || (ucp_proto_spec_counter_info[i].words[0] == ';')) ?
-                "" : " ", ucp_proto_spec_counter_info[i].words,
-                *(const uint64_t*)UCS_PTR_BYTE_OFFSET(
-                        &spec->cnt, ucp_proto_spec_counter_info[i].offset));
+                ((i == 0) || (info[i].words[0] == ';')) ? "" : " ",
+                info[i].words,
+                *(const uint64_t*)UCS_PTR_BYTE_OFFSET(cnt, info[i].offset));
     }
 
     /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
     fprintf(stderr, "[%s] ucx-spec: worker %p %s\n", ucs_get_host_name(),
-            spec->worker, ucs_string_buffer_cstr(&strb));
+            worker, ucs_string_buffer_cstr(&strb));
 }
 
 void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
@@ -183,7 +181,10 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
     }
 
     if (spec->config.report) {
-        ucp_proto_spec_report(spec);
+        ucp_proto_spec_report(worker, ucp_proto_spec_counter_info,
+                              ucs_static_array_size(
+                                      ucp_proto_spec_counter_info),
+                              &spec->cnt);
     }
 
     ucp_proto_spec_env_cleanup(spec);
