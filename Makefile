@@ -32,7 +32,7 @@ build: deps
 
 demo: build
 	@$(REPO)/contrib/install-deps bench mpi
-	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	@$(MAKE) --no-print-directory $(MPI_BENCH) $(POLL_COST)
 	@$(REPO)/contrib/demo $(PREFIX)
 
 # --------------------------------------------------------------------- tests
