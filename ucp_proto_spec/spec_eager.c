@@ -29,6 +29,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/time/time.h>
+#include <ucm/api/ucm.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -43,8 +44,9 @@
 #define UCP_PROTO_SPEC_HOTBUF_LOOKUPS    4096
 
 typedef struct {
-    int          enable;
+    int          enable;      /* ucs_ternary_auto_value_t */
     unsigned     table_size;
+    unsigned long reuse;
     double       fraction;
     double       min_hot;
     int          print;
@@ -56,18 +58,33 @@ typedef struct ucp_proto_spec_hotbuf_worker {
     ucp_md_index_t                 md_index;  /* measured on it, or NULL */
 } ucp_proto_spec_hotbuf_worker_t;
 
+/* Asked for with "y", the user hears why it is off; with "try", UCX's
+ * diagnostics do */
+#define ucp_proto_spec_hotbuf_off(_hbw, _fmt, ...) \
+    ucs_log(((_hbw)->config.enable == UCS_YES) ? UCS_LOG_LEVEL_WARN : \
+                                                 UCS_LOG_LEVEL_DIAG, \
+            "spec: " _fmt ", hot-buffer eager is off", ## __VA_ARGS__)
+
 static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
   {"HOTBUF", "n",
    "Hot-buffer zero-copy eager: an eager send from a buffer reused often\n"
    "enough for its size goes zero-copy below UCX_ZCOPY_THRESH; the threshold\n"
-   "is measured on the running machine (Rashti & Afsahi).",
-   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, enable), UCS_CONFIG_TYPE_BOOL},
+   "is measured on the running machine (Rashti & Afsahi).  \"try\" turns it\n"
+   "off quietly where it cannot work, \"y\" with a warning.",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, enable),
+   UCS_CONFIG_TYPE_TERNARY},
 
   {"HOTBUF_TABLE", "4096",
    "Buffers whose reuse is counted, per worker (bounded; the least recently\n"
    "used goes first).",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, table_size),
    UCS_CONFIG_TYPE_UINT},
+
+  {"HOTBUF_REUSE", "auto",
+   "Uses n from which registering a buffer pays, for every size from 64 B to\n"
+   "256 KiB; \"auto\" measures n per size on the first eager send.",
+   ucs_offsetof(ucp_proto_spec_hotbuf_config_t, reuse),
+   UCS_CONFIG_TYPE_ULUNITS},
 
   {"HOTBUF_FRACTION", "0.25",
    "Register a buffer once it was sent this share of the reuse count n that\n"
@@ -103,6 +120,29 @@ UCS_CONFIG_REGISTER_TABLE(ucp_proto_spec_hotbuf_config_table,
                           &ucs_config_global_list)
 
 
+static void ucp_proto_spec_hotbuf_vm_unmapped(ucm_event_type_t event_type,
+                                              ucm_event_t *event, void *arg)
+{
+}
+
+/* The md's registration cache forgets memory when UCM reports it unmapped;
+ * without working hooks a cached registration would outlive its pages */
+static ucs_status_t ucp_proto_spec_hotbuf_check_ucm(void)
+{
+    ucs_status_t status;
+
+    status = ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, 0,
+                                   ucp_proto_spec_hotbuf_vm_unmapped, NULL);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = ucm_test_events(UCM_EVENT_VM_UNMAPPED);
+    ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
+                            ucp_proto_spec_hotbuf_vm_unmapped, NULL);
+    return status;
+}
+
 void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
 {
     ucp_proto_spec_hotbuf_worker_t *hbw;
@@ -130,7 +170,15 @@ void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
         return;
     }
 
-    if (!hbw->config.enable) {
+    if (hbw->config.enable == UCS_NO) {
+        goto err_release;
+    }
+
+    status = ucp_proto_spec_hotbuf_check_ucm();
+    if (status != UCS_OK) {
+        ucp_proto_spec_hotbuf_off(hbw, "UCM memory events unavailable (%s), "
+                                  "so registrations cannot be cached safely",
+                                  ucs_status_string(status));
         goto err_release;
     }
 
@@ -144,7 +192,17 @@ void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
         goto err_release;
     }
 
-    hbw->md_index       = UCP_NULL_RESOURCE;
+    hbw->md_index = UCP_NULL_RESOURCE;
+    if (hbw->config.reuse != UCS_ULUNITS_AUTO) {
+        ucp_proto_spec_hotbuf_set_reuse(&hbw->table,
+                                        UCP_PROTO_SPEC_HOTBUF_CLASS_MIN,
+                                        UCP_PROTO_SPEC_HOTBUF_CLASS_MAX,
+                                        ucs_min(hbw->config.reuse, UINT32_MAX));
+        if (hbw->config.print) {
+            ucp_proto_spec_hotbuf_print(&hbw->table, stderr);
+        }
+    }
+
     worker->spec_hotbuf = hbw;
     return;
 
@@ -225,7 +283,8 @@ static ucs_status_t ucp_proto_spec_hotbuf_time_fresh(uct_md_h md, size_t size,
 
 static ucs_status_t
 ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md,
-                                const uct_md_attr_t *md_attr)
+                                const uct_md_attr_t *md_attr,
+                                const char *md_name)
 {
     size_t max = UCS_BIT(UCP_PROTO_SPEC_HOTBUF_CLASS_MAX);
     double reg[UCP_PROTO_SPEC_HOTBUF_CLASSES]  = {0};
@@ -301,11 +360,33 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     if (hbw->config.print) {
         ucp_proto_spec_hotbuf_print(&hbw->table, stderr);
     }
+
+    for (c = 0; c < UCP_PROTO_SPEC_HOTBUF_CLASSES; ++c) {
+        if (hbw->table.classes[c].register_at != 0) {
+            break;
+        }
+    }
+    if (c == UCP_PROTO_SPEC_HOTBUF_CLASSES) {
+        /* e.g. an md without a registration cache: V holds a registration */
+        ucp_proto_spec_hotbuf_off(hbw, "registering on md %s pays at no size "
+                                  "(a send from a registered buffer costs "
+                                  "%.3f us, a copy of %zu B %.3f us)", md_name,
+                                  (lookup + cached) * 1e6, max,
+                                  copy[UCP_PROTO_SPEC_HOTBUF_CLASS_MAX] * 1e6);
+    }
     status = UCS_OK;
 
 out:
     munmap(buf, 2 * max);
     return status;
+}
+
+static const char *ucp_proto_spec_hotbuf_md_name(ucp_request_t *req)
+{
+    ucp_context_h context = req->send.ep->worker->context;
+
+    return context->tl_mds[ucp_ep_md_index(req->send.ep, req->send.lane)]
+            .rsc.md_name;
 }
 
 size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
@@ -325,7 +406,8 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
     }
 
     md_index = ucp_ep_md_index(req->send.ep, req->send.lane);
-    if (ucs_unlikely(hbw->md_index != md_index)) {
+    if (ucs_unlikely(hbw->md_index != md_index) &&
+        (hbw->config.reuse == UCS_ULUNITS_AUTO)) {
         if (hbw->md_index != UCP_NULL_RESOURCE) {
             return zcopy_thresh; /* thresholds hold for one md only */
         }
@@ -335,10 +417,13 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
         hbw->md_index = md_index;
         status = ucp_proto_spec_hotbuf_calibrate(
                 hbw, ucp_ep_md(req->send.ep, req->send.lane),
-                ucp_ep_md_attr(req->send.ep, req->send.lane));
+                ucp_ep_md_attr(req->send.ep, req->send.lane),
+                ucp_proto_spec_hotbuf_md_name(req));
         if (status != UCS_OK) {
-            ucs_diag("spec: measuring registration costs failed (%s), "
-                     "hot-buffer eager is off", ucs_status_string(status));
+            ucp_proto_spec_hotbuf_off(hbw, "measuring registration costs on "
+                                      "md %s failed (%s)",
+                                      ucp_proto_spec_hotbuf_md_name(req),
+                                      ucs_status_string(status));
             return zcopy_thresh;
         }
     }

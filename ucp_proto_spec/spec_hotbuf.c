@@ -93,6 +93,16 @@ void ucp_proto_spec_hotbuf_cleanup(ucp_proto_spec_hotbuf_t *hb)
     hb->entries = NULL;
 }
 
+/* Registered speculatively at a share of n, hoping for n uses; never at the
+ * first use, so that a buffer sent once never pays R */
+static void ucp_proto_spec_hotbuf_set_n(ucp_proto_spec_hotbuf_t *hb,
+                                        ucp_proto_spec_hotbuf_class_t *cls,
+                                        uint32_t n)
+{
+    cls->n_min       = n;
+    cls->register_at = ucs_max(2, (uint32_t)ceil(hb->fraction * n));
+}
+
 void ucp_proto_spec_hotbuf_set_costs(ucp_proto_spec_hotbuf_t *hb,
                                      const double *reg, const double *copy,
                                      double lookup)
@@ -117,10 +127,21 @@ void ucp_proto_spec_hotbuf_set_costs(ucp_proto_spec_hotbuf_t *hb,
             continue;
         }
 
-        cls->n_min = (uint32_t)n;
-        /* registered speculatively at a share of n, hoping for n uses; never
-         * at the first use, so that a buffer sent once never pays R */
-        cls->register_at = ucs_max(2, (uint32_t)ceil(hb->fraction * n));
+        ucp_proto_spec_hotbuf_set_n(hb, cls, (uint32_t)n);
+    }
+}
+
+void ucp_proto_spec_hotbuf_set_reuse(ucp_proto_spec_hotbuf_t *hb,
+                                     unsigned class_min, unsigned class_max,
+                                     uint32_t n)
+{
+    unsigned c;
+
+    memset(hb->classes, 0, sizeof(hb->classes));
+    hb->lookup = 0;
+    for (c = class_min; (c <= class_max) && (c < UCP_PROTO_SPEC_HOTBUF_CLASSES);
+         ++c) {
+        ucp_proto_spec_hotbuf_set_n(hb, &hb->classes[c], ucs_max(n, 1));
     }
 }
 
@@ -286,12 +307,15 @@ void ucp_proto_spec_hotbuf_print(const ucp_proto_spec_hotbuf_t *hb,
     for (c = 0; c < UCP_PROTO_SPEC_HOTBUF_CLASSES; ++c) {
         cls  = &hb->classes[c];
         size = (size_t)1 << c;
-        if (cls->reg <= 0) {
+        if (cls->reg > 0) {
+            fprintf(stream, "# %10zu %10.3f %10.3f ", size, cls->reg * 1e6,
+                    cls->copy * 1e6);
+        } else if (cls->n_min != 0) {
+            fprintf(stream, "# %10zu %10s %10s ", size, "set", "set");
+        } else {
             continue;
         }
 
-        fprintf(stream, "# %10zu %10.3f %10.3f ", size, cls->reg * 1e6,
-                cls->copy * 1e6);
         if (cls->n_min == 0) {
             fprintf(stream, "%8s %12s", "never", "off");
         } else {

@@ -91,6 +91,11 @@ void ucp_proto_spec_hotbuf_set_costs(ucp_proto_spec_hotbuf_t *hb,
                                      const double *reg, const double *copy,
                                      double lookup);
 
+/* No costs: n as given for classes class_min..class_max, off elsewhere */
+void ucp_proto_spec_hotbuf_set_reuse(ucp_proto_spec_hotbuf_t *hb,
+                                     unsigned class_min, unsigned class_max,
+                                     uint32_t n);
+
 /* Count one send from (address, length); nonzero if it should go
  * zero-copy.  No lookup at all for a length whose class never pays. */
 int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,

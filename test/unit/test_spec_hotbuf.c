@@ -100,6 +100,30 @@ static void test_threshold_math(void **state)
     close_table(hb);
 }
 
+/* UCX_SPEC_HOTBUF_REUSE: n as given, in the classes given only; costs set
+ * before are gone */
+static void test_set_reuse(void **state)
+{
+    ucp_proto_spec_hotbuf_t *hb = open_table(64, 0.25, 0.2);
+
+    set_costs(hb, 58, 3, 2);
+    ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 40);
+    assert_int_equal(hb->classes[6].n_min, 40);
+    assert_int_equal(hb->classes[18].register_at, 10);
+    assert_int_equal(hb->classes[19].register_at, 0);
+    assert_int_equal(hb->classes[5].register_at, 0);
+    assert_true(hb->classes[12].reg == 0);
+    assert_true(hb->lookup == 0);
+
+    ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 1);      /* never at first use */
+    assert_int_equal(hb->classes[12].register_at, 2);
+    assert_false(ucp_proto_spec_hotbuf_use(hb, arena, 4096));
+    assert_true(ucp_proto_spec_hotbuf_use(hb, arena, 4096));
+    ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 0);
+    assert_int_equal(hb->classes[12].register_at, 2);
+    close_table(hb);
+}
+
 static void test_turns_hot(void **state)
 {
     ucp_proto_spec_hotbuf_t *hb = open_table(64, 0.25, 0.2);
@@ -250,6 +274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threshold_math),
+        cmocka_unit_test(test_set_reuse),
         cmocka_unit_test(test_turns_hot),
         cmocka_unit_test(test_used_once_never_hot),
         cmocka_unit_test(test_bounded_clock),
