@@ -286,14 +286,16 @@ bench-rdma: build
 	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \
 	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
 	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv \
-	    $(RESULTS)/barrier-rdma-guest.csv
+	    $(RESULTS)/barrier-rdma-guest.csv $(RESULTS)/hotbuf-rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
 	$(REPO)/perf/report $(RESULTS)/specrdv-rdma-guest.csv \
 	    --baseline rc_verbs,ud_verbs
 	$(REPO)/perf/report $(RESULTS)/spec-rdma-guest.csv --baseline stock --plot %
 	$(REPO)/perf/report $(RESULTS)/barrier-rdma-guest.csv --baseline own
+	$(REPO)/perf/report $(RESULTS)/hotbuf-rdma-guest.csv --baseline stock
 	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/specrdv-rdma-guest.md \
-	    $(RESULTS)/spec-rdma-guest.md $(RESULTS)/barrier-rdma-guest.md
+	    $(RESULTS)/spec-rdma-guest.md $(RESULTS)/barrier-rdma-guest.md \
+	    $(RESULTS)/hotbuf-rdma-guest.md $(RESULTS)/hotbuf-rdma-guest.csv.thresholds
 
 # UCX's own gtest, built from the same tree (~250 C++ files, about 6 minutes
 # here); GTEST_FILTER selects the suites.  check-gtest runs UCX's generic UCT

@@ -7,6 +7,10 @@
  *        trip, in microseconds
  *   bw:  rank 0 posts WINDOW sends of SIZE bytes, rank 1 WINDOW receives,
  *        then rank 1 answers with 4 bytes; bytes sent over time, in MB/s
+ *   spectrum, spectrum-page: Rashti & Afsahi's buffer-reuse spectrum, the
+ *        ping-pong sent from WINDOW buffers (default 100) in turn, buffer i
+ *        i times; the buffers back to back, or each on pages of its own;
+ *        mean half round trip in microseconds
  *
  * Every size gets a few untimed iterations first, and as many timed ones as
  * fit in a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
@@ -14,7 +18,7 @@
  * pattern and the last message received is checked: a transport that
  * delivers the wrong bytes fails the run instead of reporting a figure.
  *
- * usage: mpi_bench lat|bw SIZE[,SIZE...] [WINDOW]
+ * usage: mpi_bench lat|bw|spectrum|spectrum-page SIZE[,SIZE...] [WINDOW]
  * output, rank 0: "<test> <size> <value> <unit>" per size
  *
  * See file LICENSE for terms.
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 #define MIN_ITERS      3
@@ -95,6 +100,39 @@ static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size)
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * n);
 }
 
+/* Each rank sends from buffer i of its own set, i times in a row */
+static double spectrum(int rank, uint8_t *set, uint8_t *rbuf, size_t size,
+                       size_t stride, unsigned nbuf)
+{
+    unsigned i, j, n = 0;
+    uint8_t *sbuf;
+    double t0;
+
+    for (i = 0; i < nbuf; ++i) {
+        fill(set + i * stride, size, 3);
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (i = 1; i <= nbuf; ++i) {
+        sbuf = set + (i - 1) * stride;
+        for (j = 0; j < i; ++j, ++n) {
+            if (rank == 0) {
+                MPI_Send(sbuf, size, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, size, MPI_BYTE, 1, 4, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, size, MPI_BYTE, 0, 4, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, size, MPI_BYTE, 0, 4, MPI_COMM_WORLD);
+            }
+        }
+    }
+
+    check(rbuf, size, 3, "spectrum message");
+    return (MPI_Wtime() - t0) * 1e6 / (2.0 * n);
+}
+
 static double stream(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size,
                      unsigned window, MPI_Request *reqs)
 {
@@ -139,7 +177,9 @@ int main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES], max_size = 0;
     unsigned num_sizes = 0, window = DEFAULT_WINDOW, i;
-    int rank, nranks, is_lat;
+    int rank, nranks, is_lat, is_spectrum, page_separated;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t stride = 0;
     MPI_Request *reqs;
     uint8_t *sbuf, *rbuf;
     char *list, *tok;
@@ -150,16 +190,23 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     if ((argc < 3) || (nranks != 2) ||
-        (strcmp(argv[1], "lat") && strcmp(argv[1], "bw"))) {
+        (strcmp(argv[1], "lat") && strcmp(argv[1], "bw") &&
+         strcmp(argv[1], "spectrum") && strcmp(argv[1], "spectrum-page"))) {
         if (rank == 0) {
-            fprintf(stderr, "usage: mpirun -np 2 mpi_bench lat|bw "
-                            "SIZE[,SIZE...] [WINDOW]\n");
+            fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
+                            "lat|bw|spectrum|spectrum-page SIZE[,SIZE...] "
+                            "[WINDOW]\n");
         }
         MPI_Finalize();
         return 2;
     }
 
-    is_lat = !strcmp(argv[1], "lat");
+    is_lat         = !strcmp(argv[1], "lat");
+    is_spectrum    = !strncmp(argv[1], "spectrum", 8);
+    page_separated = !strcmp(argv[1], "spectrum-page");
+    if (is_spectrum) {
+        window = 100;
+    }
     if (getenv("MPI_BENCH_BYTES") != NULL) {
         byte_budget = strtoul(getenv("MPI_BENCH_BYTES"), NULL, 0);
     }
@@ -186,8 +233,18 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    sbuf = malloc(max_size ? max_size : 1);
-    rbuf = malloc((max_size ? max_size : 1) * (is_lat ? 1 : window));
+    if (is_spectrum) {
+        stride = page_separated ? (max_size + page - 1) / page * page :
+                                  max_size;
+    }
+    if (!is_spectrum) {
+        sbuf = malloc(max_size ? max_size : 1);
+    } else if (posix_memalign((void**)&sbuf, page,
+                              (stride ? stride : 1) * window) != 0) {
+        sbuf = NULL;
+    }
+    rbuf = malloc((max_size ? max_size : 1) * ((is_lat || is_spectrum) ? 1 :
+                                               window));
     reqs = calloc(window, sizeof(*reqs));
     if ((sbuf == NULL) || (rbuf == NULL) || (reqs == NULL)) {
         fprintf(stderr, "mpi_bench: out of memory\n");
@@ -195,11 +252,21 @@ int main(int argc, char **argv)
     }
 
     for (i = 0; i < num_sizes; ++i) {
-        value = is_lat ? pingpong(rank, sbuf, rbuf, sizes[i]) :
-                         stream(rank, sbuf, rbuf, sizes[i], window, reqs);
+        if (is_spectrum) {
+            /* back to back: each size packs its buffers tightly */
+            value = spectrum(rank, sbuf, rbuf, sizes[i],
+                             page_separated ? stride : sizes[i], window);
+        } else if (is_lat) {
+            value = pingpong(rank, sbuf, rbuf, sizes[i]);
+        } else {
+            value = stream(rank, sbuf, rbuf, sizes[i], window, reqs);
+        }
         if (rank == 0) {
-            printf("%s %zu %.3f %s\n", is_lat ? "mpi_lat" : "mpi_bw",
-                   sizes[i], value, is_lat ? "usec" : "MB/s");
+            printf("%s %zu %.3f %s\n",
+                   is_spectrum ? (page_separated ? "mpi_spectrum_page" :
+                                                   "mpi_spectrum") :
+                   is_lat ? "mpi_lat" : "mpi_bw", sizes[i], value,
+                   (is_lat || is_spectrum) ? "usec" : "MB/s");
             fflush(stdout);
         }
     }
