@@ -191,7 +191,7 @@ check-rdma: build
 # check-asan makes): the MPI checks run uninstrumented MPI programs, which
 # cannot load an instrumented libucp
 RDMA_ASAN_CHECKS = uct_specrdv_verbs_am_lat uct_specrdv_verbs_am_bw \
-                   uct_specrdv_verbs_fallback_window \
+                   uct_specrdv_verbs_fallback_window uct_specrdv_verbs_am_zcopy \
                    uct_specrdv_verbs_put_bw uct_specrdv_verbs_peer_killed
 check-rdma-asan: deps
 	@$(REPO)/contrib/install-deps rdma

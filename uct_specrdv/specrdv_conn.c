@@ -334,26 +334,34 @@ no_resource:
     return UCS_ERR_NO_RESOURCE;
 }
 
+/* The next message's header, with the credits of our ring from the peer */
+static void uct_specrdv_peer_tx_hdr(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *peer, uint8_t type,
+                                    uint8_t am_id, uint32_t length,
+                                    uct_specrdv_hdr_t *hdr)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->length = length;
+    hdr->psn    = peer->seq.tx_psn++;
+    hdr->src    = peer->src;
+    hdr->am_id  = am_id;
+    hdr->type   = type;
+    if (peer->rx_ring >= 0) {
+        hdr->flags   = UCT_SPECRDV_HDR_FLAG_CREDITS;
+        hdr->epoch   = peer->rx_epoch;
+        hdr->credits = uct_specrdv_ring_rx_credits_take(
+                &conns->rings[peer->rx_ring].rx);
+    }
+}
+
 void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx,
                              uint8_t type, uint8_t am_id, uint32_t length)
 {
-    uct_specrdv_hdr_t hdr = {
-        .length = length,
-        .psn    = peer->seq.tx_psn++,
-        .src    = peer->src,
-        .am_id  = am_id,
-        .type   = type
-    };
+    uct_specrdv_hdr_t hdr;
     uint32_t slot;
 
-    if (peer->rx_ring >= 0) {
-        hdr.flags   = UCT_SPECRDV_HDR_FLAG_CREDITS;
-        hdr.epoch   = peer->rx_epoch;
-        hdr.credits = uct_specrdv_ring_rx_credits_take(
-                &conns->rings[peer->rx_ring].rx);
-    }
-
+    uct_specrdv_peer_tx_hdr(conns, peer, type, am_id, length, &hdr);
     if (!tx->ring) {
         ++peer->fb_sent;
         conns->ops->fb_post(conns, peer, tx, &hdr);
@@ -366,6 +374,26 @@ void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
         conns->ops->ring_write(conns, peer, slot,
                                peer->tx.geom.payload_offset + length + 1);
     }
+}
+
+ucs_status_t uct_specrdv_peer_tx_end_gather(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *peer,
+                                            uct_specrdv_tx_t *tx, uint8_t am_id,
+                                            uint32_t length,
+                                            const uct_specrdv_gather_t *gather,
+                                            uct_completion_t *comp)
+{
+    uct_specrdv_hdr_t hdr;
+    uint32_t slot;
+
+    ucs_assert(tx->ring && (conns->ops->ring_write_gather != NULL));
+    ucs_assert(length <= uct_specrdv_ring_max_payload(&peer->tx.geom));
+    uct_specrdv_peer_tx_hdr(conns, peer, UCT_SPECRDV_MSG_AM, am_id, length,
+                            &hdr);
+    slot = uct_specrdv_ring_tx_post(&peer->tx, &hdr);
+    return conns->ops->ring_write_gather(conns, peer, slot,
+                                         peer->tx.geom.payload_offset +
+                                         length + 1, gather, comp);
 }
 
 int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,

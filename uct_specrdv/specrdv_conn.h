@@ -53,6 +53,7 @@
 
 #include "specrdv_slot.h"
 
+#include <uct/api/uct.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
@@ -74,7 +75,8 @@
     _(RING_WANTED,    "refusals this side reported to a full polling set") \
     _(RING_EVICTED,   "rings this side took back from cold peers") \
     _(RING_REVOKED,   "rings peers took back from this side") \
-    _(RING_RECLAIMED, "rings taken back from peers that were gone")
+    _(RING_RECLAIMED, "rings taken back from peers that were gone") \
+    _(TX_GATHERED,    "ring messages written from the user's buffers")
 
 enum {
 #define UCT_SPECRDV_CONN_COUNTER_ENUM(_name, _desc) UCT_SPECRDV_CNT_##_name,
@@ -160,6 +162,15 @@ typedef struct uct_specrdv_tx {
 } uct_specrdv_tx_t;
 
 
+/* A zero-copy active message: the first @a offset bytes of its payload are
+ * in the sender's view of the slot, the rest in the user's buffers */
+typedef struct uct_specrdv_gather {
+    size_t          offset;
+    const uct_iov_t *iov;
+    size_t          iovcnt;
+} uct_specrdv_gather_t;
+
+
 /* A ring of our polling set */
 typedef struct uct_specrdv_rx_ring {
     uct_specrdv_ring_rx_t rx;
@@ -208,6 +219,18 @@ typedef struct uct_specrdv_wire_ops {
     void         (*ring_write)(uct_specrdv_conns_t *conns,
                                uct_specrdv_peer_t *peer, uint32_t slot,
                                size_t length);
+
+    /* The same, the payload past gather->offset taken from the user's
+     * buffers (Rashti & Afsahi's zero-copy eager: one write gathers the
+     * header, the buffers and the tail flag into the receiver's slot).
+     * UCS_INPROGRESS: @a comp completes when the buffers may be reused;
+     * UCS_OK: the writer copied them into its view.  NULL where the
+     * sender's view is the receiver's memory, and the caller copies. */
+    ucs_status_t (*ring_write_gather)(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *peer, uint32_t slot,
+                                      size_t length,
+                                      const uct_specrdv_gather_t *gather,
+                                      uct_completion_t *comp);
 
     /* Fallback channel: room for one message of up to the ring's payload
      * (tx->payload, tx->pos), or UCS_ERR_NO_RESOURCE; then send it */
@@ -358,6 +381,15 @@ ucs_status_t uct_specrdv_peer_fb_reserve(uct_specrdv_conns_t *conns,
 void uct_specrdv_peer_tx_end(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx,
                              uint8_t type, uint8_t am_id, uint32_t length);
+
+/* The same for an active message through a ring whose writer gathers
+ * (ring_write_gather); its status */
+ucs_status_t uct_specrdv_peer_tx_end_gather(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *peer,
+                                            uct_specrdv_tx_t *tx, uint8_t am_id,
+                                            uint32_t length,
+                                            const uct_specrdv_gather_t *gather,
+                                            uct_completion_t *comp);
 
 /* Sender: a ring the receiver granted and took back before we learnt of it
  * (a writer whose grants arrive after the ring is opened); it counts among

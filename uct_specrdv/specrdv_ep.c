@@ -2,8 +2,10 @@
  * ucx-spec: specrdv endpoint, the part shared by every writer.
  *
  * An active message is written into the slot or fallback element the
- * connection layer found, so it is complete when the call returns; zero-copy
- * sends gather the user's buffers there and never call their completion.
+ * connection layer found, so it is complete when the call returns.  A
+ * zero-copy send through a ring whose writer gathers (RDMA) is sent from the
+ * user's buffers and completes when they may be reused; otherwise they are
+ * copied there too, and it never calls its completion.
  *
  * See file LICENSE for terms.
  */
@@ -100,11 +102,17 @@ ucs_status_t uct_specrdv_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     return UCS_OK;
 }
 
+/* The iov's bytes after the header: gathered from the user's buffers when
+ * @a zcopy and the writer can (then UCS_INPROGRESS until @a comp), or
+ * copied into the slot's view (UCS_OK) */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_specrdv_ep_am_iov(uct_specrdv_ep_t *ep, uint8_t id, const void *header,
                       unsigned header_length, const uct_iov_t *iov,
-                      size_t iovcnt, size_t *length_p)
+                      size_t iovcnt, int zcopy, uct_completion_t *comp,
+                      size_t *length_p)
 {
+    uct_specrdv_iface_t *iface        = uct_specrdv_ep_iface(ep);
+    const uct_specrdv_gather_t gather = {header_length, iov, iovcnt};
     size_t length = header_length + uct_iov_total_length(iov, iovcnt);
     ucs_iov_iter_t iov_iter;
     uct_specrdv_tx_t tx;
@@ -120,11 +128,18 @@ uct_specrdv_ep_am_iov(uct_specrdv_ep_t *ep, uint8_t id, const void *header,
     }
 
     memcpy(tx.payload, header, header_length);
+    *length_p = length;
+    if (zcopy && tx.ring && (iface->conns.ops->ring_write_gather != NULL)) {
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id,
+                           tx.payload, header_length, "TX: AM ring, gathered");
+        return uct_specrdv_peer_tx_end_gather(&iface->conns, ep->peer, &tx, id,
+                                              length, &gather, comp);
+    }
+
     ucs_iov_iter_init(&iov_iter);
     uct_iov_to_buffer(iov, iovcnt, &iov_iter,
                       UCS_PTR_BYTE_OFFSET(tx.payload, header_length), SIZE_MAX);
     uct_specrdv_ep_tx_end(ep, &tx, id, length);
-    *length_p = length;
     return UCS_OK;
 }
 
@@ -135,7 +150,8 @@ ucs_status_t uct_specrdv_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     ucs_status_t status;
     size_t length;
 
-    status = uct_specrdv_ep_am_iov(ep, id, NULL, 0, iov, iovcnt, &length);
+    status = uct_specrdv_ep_am_iov(ep, id, NULL, 0, iov, iovcnt, 0, NULL,
+                                   &length);
     if (status == UCS_OK) {
         UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
     }
@@ -176,11 +192,9 @@ ucs_status_t uct_specrdv_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     ucs_status_t status;
     size_t length;
 
-    /* The receiver's slot is where the data must go, so a gather straight
-     * from the user's buffers is the zero-copy send here */
     status = uct_specrdv_ep_am_iov(ep, id, header, header_length, iov, iovcnt,
-                                   &length);
-    if (status == UCS_OK) {
+                                   1, comp, &length);
+    if (!UCS_STATUS_IS_ERR(status)) {
         UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, length);
     }
     return status;

@@ -39,6 +39,18 @@ static ucs_config_field_t uct_specrdv_md_config_table[] = {
      ucs_offsetof(uct_specrdv_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
+    {"RCACHE", "try",
+     "Registration cache of an RDMA device's memory domain: a buffer sent\n"
+     "from again is not registered again, and UCM's memory events drop a\n"
+     "registration whose pages go away.  \"try\" registers directly where\n"
+     "the cache cannot be created (no memory events), \"y\" fails then.",
+     ucs_offsetof(uct_specrdv_md_config_t, rcache_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"", "", NULL,
+     ucs_offsetof(uct_specrdv_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+
     {NULL}
 };
 

@@ -58,6 +58,8 @@ typedef struct uct_specrdv_md {
 
 typedef struct uct_specrdv_md_config {
     uct_md_config_t            super;
+    int                        rcache_enable;  /* ucs_ternary_auto_value_t */
+    uct_md_rcache_config_t     rcache;         /* writers that register */
 } uct_specrdv_md_config_t;
 
 

@@ -29,6 +29,7 @@
 #include <uct/specrdv/specrdv_ep.h>
 #include <uct/specrdv/specrdv_writer.h>
 #include <ucs/datastruct/queue.h>
+#include <ucs/memory/rcache.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -69,7 +70,25 @@ typedef struct uct_specrdv_verbs_md {
     struct ibv_context       *ctx;
     struct ibv_pd            *pd;
     struct ibv_device_attr   dev_attr;
+    ucs_rcache_t             *rcache;     /* NULL: every mem_reg registers */
+    double                   rcache_overhead;
 } uct_specrdv_verbs_md_t;
+
+
+/* A memory handle: alone (direct registration), or inside a cached region */
+typedef struct uct_specrdv_verbs_mem {
+    struct ibv_mr            *mr;
+} uct_specrdv_verbs_mem_t;
+
+typedef struct uct_specrdv_verbs_rcache_region {
+    ucs_rcache_region_t      super;
+    uct_specrdv_verbs_mem_t  memh;
+} uct_specrdv_verbs_rcache_region_t;
+
+static UCS_F_ALWAYS_INLINE uint32_t uct_specrdv_verbs_memh_lkey(uct_mem_h memh)
+{
+    return ((uct_specrdv_verbs_mem_t*)memh)->mr->lkey;
+}
 
 
 /* What a peer needs to reach an interface */
@@ -136,6 +155,7 @@ typedef struct uct_specrdv_verbs_iface {
                                                not: the send CQ holds them */
     unsigned                  answers_due;  /* ring answers still to write */
     ucs_mpool_t               bcopy_mp;     /* put/get bounce buffers */
+    ucs_mpool_t               comp_mp;      /* uct_specrdv_verbs_comp_t */
     /* wireup */
     int                       listen_fd;
     uint16_t                  port;         /* network order */
@@ -364,11 +384,12 @@ ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
 ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
                                              uct_specrdv_verbs_peer_t *peer,
                                              uct_completion_t *comp);
-/* The same with @a elem allocated before the post, so that nothing can fail
- * once a work request is posted */
-void uct_specrdv_verbs_peer_push_comp(uct_specrdv_verbs_peer_t *peer,
-                                      uct_specrdv_verbs_comp_t *elem,
-                                      uct_completion_t *comp);
+/* Post @a wr, signalled when @a comp is not NULL, and call @a comp when it
+ * completes; UCS_ERR_NO_MEMORY before anything is posted */
+ucs_status_t uct_specrdv_verbs_peer_post_comp(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer,
+                                              struct ibv_send_wr *wr,
+                                              uct_completion_t *comp);
 unsigned uct_specrdv_verbs_poll_send(uct_specrdv_verbs_iface_t *iface);
 ucs_status_t uct_specrdv_verbs_post_recvs(uct_specrdv_verbs_iface_t *iface);
 /* Write the answer to the peer's last ring request, or remember to */

@@ -121,7 +121,6 @@ uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
     uct_specrdv_ep_t *ep             = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_ep_iface(ep);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(ep->peer);
-    uct_specrdv_verbs_comp_t *elem   = NULL;
     ucs_status_t status;
 
     status = uct_specrdv_verbs_ep_rma_begin(ep);
@@ -129,23 +128,8 @@ uct_specrdv_verbs_ep_rma(uct_ep_h tl_ep, struct ibv_send_wr *wr,
         return status;
     }
 
-    if (comp != NULL) {
-        elem = ucs_malloc(sizeof(*elem), "specrdv_verbs_comp");
-        if (elem == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-    }
-
-    status = uct_specrdv_verbs_peer_post(iface, peer, wr, comp != NULL);
-    if (ucs_unlikely(status != UCS_OK)) {
-        ucs_free(elem);
-        return status;
-    }
-
-    if (comp != NULL) {
-        uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
-    }
-    return UCS_INPROGRESS;
+    status = uct_specrdv_verbs_peer_post_comp(iface, peer, wr, comp);
+    return ucs_likely(status == UCS_OK) ? UCS_INPROGRESS : status;
 }
 
 void uct_specrdv_verbs_bcopy_desc_init(uct_iface_h tl_iface, void *obj,
@@ -153,7 +137,7 @@ void uct_specrdv_verbs_bcopy_desc_init(uct_iface_h tl_iface, void *obj,
 {
     uct_specrdv_verbs_bcopy_desc_t *desc = obj;
 
-    desc->lkey = ((struct ibv_mr*)memh)->lkey;
+    desc->lkey = uct_specrdv_verbs_memh_lkey(memh);
 }
 
 /* The work request is done: a get's bytes go to the user, and the buffer
@@ -309,7 +293,7 @@ uct_specrdv_verbs_ep_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
         }
         sge[wr.num_sge].addr     = (uintptr_t)iov[i].buffer;
         sge[wr.num_sge].length   = uct_iov_get_length(&iov[i]);
-        sge[wr.num_sge++].lkey   = ((struct ibv_mr*)iov[i].memh)->lkey;
+        sge[wr.num_sge++].lkey   = uct_specrdv_verbs_memh_lkey(iov[i].memh);
         length                  += uct_iov_get_length(&iov[i]);
     }
 

@@ -111,6 +111,12 @@ static void uct_specrdv_verbs_port_perf(const struct ibv_port_attr *attr,
     *bw_p       = lanes * signal_rate * encoding / 8;
 }
 
+/* Completions of signalled work requests, as rc's send operations */
+static ucs_mpool_ops_t uct_specrdv_verbs_comp_mp_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free
+};
+
 /* Bounce buffers for put/get bcopy, as many as the operations in flight;
  * each holds a work request until it completes */
 static const uct_iface_mpool_config_t uct_specrdv_verbs_bcopy_mp_config = {
@@ -550,6 +556,14 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
         return status;
     }
 
+    status = ucs_mpool_init(&self->comp_mp, 0, sizeof(uct_specrdv_verbs_comp_t),
+                            0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_specrdv_verbs_comp_mp_ops,
+                            "specrdv_verbs_comp");
+    if (status != UCS_OK) {
+        goto err_bcopy_mp;
+    }
+
     status = uct_specrdv_verbs_iface_rx_init(self);
     if (status != UCS_OK) {
         goto err;
@@ -569,6 +583,8 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
 
 err:
     uct_specrdv_verbs_iface_rx_cleanup(self);
+    ucs_mpool_cleanup(&self->comp_mp, 1);
+err_bcopy_mp:
     ucs_mpool_cleanup(&self->bcopy_mp, 1);
     return status;
 }
@@ -585,6 +601,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_iface_t)
 
     uct_specrdv_verbs_wireup_cleanup(self);
     uct_specrdv_verbs_iface_rx_cleanup(self);
+    ucs_mpool_cleanup(&self->comp_mp, 1);
     ucs_mpool_cleanup(&self->bcopy_mp, 1);
 }
 

@@ -18,6 +18,8 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <ucm/api/ucm.h>
+#include <sys/mman.h>
 #include <limits.h>
 #include <string.h>
 
@@ -80,9 +82,34 @@ static ucs_status_t uct_specrdv_verbs_md_query(uct_md_h tl_md,
     md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     md_attr->cap.max_reg          = md->dev_attr.max_mr_size;
     md_attr->rkey_packed_size     = sizeof(uct_specrdv_packed_rkey_t);
-    md_attr->reg_cost             = ucs_linear_func_make(
-            UCT_SPECRDV_VERBS_REG_OVERHEAD, UCT_SPECRDV_VERBS_REG_GROWTH);
+    md_attr->reg_cost             = (md->rcache != NULL) ?
+            ucs_linear_func_make(md->rcache_overhead, 0) :
+            ucs_linear_func_make(UCT_SPECRDV_VERBS_REG_OVERHEAD,
+                                 UCT_SPECRDV_VERBS_REG_GROWTH);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_specrdv_verbs_reg(uct_specrdv_verbs_md_t *md,
+                                          void *address, size_t length,
+                                          int silent, struct ibv_mr **mr_p)
+{
+    *mr_p = ibv_reg_mr(md->pd, address, length, UCT_SPECRDV_VERBS_ACCESS);
+    if (*mr_p == NULL) {
+        ucs_log(silent ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+                "specrdv: ibv_reg_mr(%p, %zu) on %s failed: %m", address,
+                length, ibv_get_device_name(md->ctx->device));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_specrdv_verbs_dereg(struct ibv_mr *mr)
+{
+    if (ibv_dereg_mr(mr) != 0) {
+        ucs_error("specrdv: ibv_dereg_mr failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
     return UCS_OK;
 }
 
@@ -91,18 +118,37 @@ static ucs_status_t uct_specrdv_verbs_md_mem_reg(uct_md_h tl_md, void *address,
                                                  uct_mem_h *memh_p)
 {
     uct_specrdv_verbs_md_t *md = ucs_derived_of(tl_md, uct_specrdv_verbs_md_t);
-    struct ibv_mr *mr;
+    uct_specrdv_verbs_rcache_region_t *region;
+    ucs_rcache_region_t *rregion;
+    uct_specrdv_verbs_mem_t *memh;
+    ucs_status_t status;
 
-    mr = ibv_reg_mr(md->pd, address, length, UCT_SPECRDV_VERBS_ACCESS);
-    if (mr == NULL) {
-        ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                                                        UCS_LOG_LEVEL_ERROR,
-                "specrdv: ibv_reg_mr(%p, %zu) on %s failed: %m", address,
-                length, ibv_get_device_name(md->ctx->device));
-        return UCS_ERR_IO_ERROR;
+    if (md->rcache != NULL) {
+        status = ucs_rcache_get(md->rcache, address, length,
+                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        region  = ucs_derived_of(rregion, uct_specrdv_verbs_rcache_region_t);
+        *memh_p = &region->memh;
+        return UCS_OK;
     }
 
-    *memh_p = mr;
+    memh = ucs_malloc(sizeof(*memh), "specrdv_verbs_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_specrdv_verbs_reg(md, address, length,
+                                   flags & UCT_MD_MEM_FLAG_HIDE_ERRORS,
+                                   &memh->mr);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    *memh_p = memh;
     return UCS_OK;
 }
 
@@ -110,13 +156,24 @@ static ucs_status_t
 uct_specrdv_verbs_md_mem_dereg(uct_md_h tl_md,
                                const uct_md_mem_dereg_params_t *params)
 {
+    uct_specrdv_verbs_md_t *md = ucs_derived_of(tl_md, uct_specrdv_verbs_md_t);
+    uct_specrdv_verbs_mem_t *memh;
+    ucs_status_t status;
+
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 
-    if (ibv_dereg_mr(params->memh) != 0) {
-        ucs_error("specrdv: ibv_dereg_mr failed: %m");
-        return UCS_ERR_IO_ERROR;
+    memh = params->memh;
+    if (md->rcache != NULL) {
+        ucs_rcache_region_put(md->rcache,
+                              &ucs_container_of(memh,
+                                                uct_specrdv_verbs_rcache_region_t,
+                                                memh)->super);
+        return UCS_OK;
     }
-    return UCS_OK;
+
+    status = uct_specrdv_verbs_dereg(memh->mr);
+    ucs_free(memh);
+    return status;
 }
 
 static ucs_status_t uct_specrdv_verbs_md_mkey_pack(uct_md_h tl_md,
@@ -124,7 +181,88 @@ static ucs_status_t uct_specrdv_verbs_md_mkey_pack(uct_md_h tl_md,
                                const uct_md_mkey_pack_params_t *params,
                                                    void *rkey_buffer)
 {
-    *(uct_specrdv_packed_rkey_t*)rkey_buffer = ((struct ibv_mr*)memh)->rkey;
+    *(uct_specrdv_packed_rkey_t*)rkey_buffer =
+            ((uct_specrdv_verbs_mem_t*)memh)->mr->rkey;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_specrdv_verbs_rcache_mem_reg(void *context,
+                                                     ucs_rcache_t *rcache,
+                                                     void *arg,
+                                                     ucs_rcache_region_t *rregion,
+                                                     uint16_t rcache_flags)
+{
+    uct_specrdv_verbs_rcache_region_t *region =
+            ucs_derived_of(rregion, uct_specrdv_verbs_rcache_region_t);
+    unsigned flags = *(unsigned*)arg;
+
+    return uct_specrdv_verbs_reg(context, (void*)region->super.super.start,
+                                 region->super.super.end -
+                                 region->super.super.start,
+                                 (rcache_flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ||
+                                 (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS),
+                                 &region->memh.mr);
+}
+
+static void uct_specrdv_verbs_rcache_mem_dereg(void *context,
+                                               ucs_rcache_t *rcache,
+                                               ucs_rcache_region_t *rregion)
+{
+    uct_specrdv_verbs_dereg(ucs_derived_of(rregion,
+                                           uct_specrdv_verbs_rcache_region_t)
+                                    ->memh.mr);
+}
+
+static void uct_specrdv_verbs_rcache_dump_region(void *context,
+                                                 ucs_rcache_t *rcache,
+                                                 ucs_rcache_region_t *rregion,
+                                                 char *buf, size_t max)
+{
+    struct ibv_mr *mr = ucs_derived_of(rregion,
+                                       uct_specrdv_verbs_rcache_region_t)
+                                ->memh.mr;
+
+    snprintf(buf, max, "lkey 0x%x rkey 0x%x", mr->lkey, mr->rkey);
+}
+
+static ucs_rcache_ops_t uct_specrdv_verbs_rcache_ops = {
+    .mem_reg     = uct_specrdv_verbs_rcache_mem_reg,
+    .mem_dereg   = uct_specrdv_verbs_rcache_mem_dereg,
+    .dump_region = uct_specrdv_verbs_rcache_dump_region
+};
+
+/* As UCX's ib memory domain keeps its registrations (uct_ib_md_parse_reg_methods) */
+static ucs_status_t
+uct_specrdv_verbs_md_rcache_init(uct_specrdv_verbs_md_t *md,
+                                 const uct_specrdv_md_config_t *config)
+{
+    ucs_rcache_params_t params;
+    ucs_status_t status;
+
+    md->rcache = NULL;
+    if (config->rcache_enable == UCS_NO) {
+        return UCS_OK;
+    }
+
+    uct_md_set_rcache_params(&params, &config->rcache);
+    params.region_struct_size = sizeof(uct_specrdv_verbs_rcache_region_t);
+    params.max_alignment      = ucs_get_page_size();
+    params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
+    params.context            = md;
+    params.ops                = &uct_specrdv_verbs_rcache_ops;
+    status = ucs_rcache_create(&params, ibv_get_device_name(md->ctx->device),
+                               NULL, &md->rcache);
+    if (status != UCS_OK) {
+        ucs_log((config->rcache_enable == UCS_YES) ? UCS_LOG_LEVEL_ERROR :
+                                                     UCS_LOG_LEVEL_DEBUG,
+                "specrdv: %s: no registration cache (%s)",
+                ibv_get_device_name(md->ctx->device),
+                ucs_status_string(status));
+        md->rcache = NULL;
+        return (config->rcache_enable == UCS_YES) ? status : UCS_OK;
+    }
+
+    md->rcache_overhead = uct_md_rcache_overhead(&config->rcache);
     return UCS_OK;
 }
 
@@ -132,6 +270,9 @@ static void uct_specrdv_verbs_md_close(uct_md_h tl_md)
 {
     uct_specrdv_verbs_md_t *md = ucs_derived_of(tl_md, uct_specrdv_verbs_md_t);
 
+    if (md->rcache != NULL) {
+        ucs_rcache_destroy(md->rcache);
+    }
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->ctx);
     ucs_free(md);
@@ -207,6 +348,12 @@ static ucs_status_t uct_specrdv_verbs_md_open(const char *md_name,
         goto err_close;
     }
 
+    status = uct_specrdv_verbs_md_rcache_init(
+            md, (const uct_specrdv_md_config_t*)config);
+    if (status != UCS_OK) {
+        goto err_dealloc_pd;
+    }
+
     md->super.super.ops       = &uct_specrdv_verbs_md_ops;
     md->super.super.component = &uct_specrdv_component;
     md->super.writer          = &uct_specrdv_verbs_writer;
@@ -214,6 +361,8 @@ static ucs_status_t uct_specrdv_verbs_md_open(const char *md_name,
     status                    = UCS_OK;
     goto out_free_list;
 
+err_dealloc_pd:
+    ibv_dealloc_pd(md->pd);
 err_close:
     ibv_close_device(md->ctx);
 err_free_md:

@@ -19,6 +19,8 @@
 
 #include "specrdv_verbs.h"
 
+#include <uct/base/uct_iov.inl>
+#include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/time/time.h>
@@ -176,9 +178,9 @@ ucs_status_t uct_specrdv_verbs_peer_signal(uct_specrdv_verbs_iface_t *iface,
     return uct_specrdv_verbs_peer_post(iface, peer, &wr, 1);
 }
 
-void uct_specrdv_verbs_peer_push_comp(uct_specrdv_verbs_peer_t *peer,
-                                      uct_specrdv_verbs_comp_t *elem,
-                                      uct_completion_t *comp)
+static void uct_specrdv_verbs_peer_push_comp(uct_specrdv_verbs_peer_t *peer,
+                                             uct_specrdv_verbs_comp_t *elem,
+                                             uct_completion_t *comp)
 {
     ucs_assert(peer->sn_signalled == peer->sn_posted);
     elem->sn   = peer->sn_posted;
@@ -192,12 +194,43 @@ ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
 {
     uct_specrdv_verbs_comp_t *elem;
 
-    elem = ucs_malloc(sizeof(*elem), "specrdv_verbs_comp");
+    elem = ucs_mpool_get_inline(&iface->comp_mp);
     if (elem == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
     uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
+    return UCS_OK;
+}
+
+/* The element is taken before the post, so that nothing can fail once a
+ * work request is posted */
+ucs_status_t uct_specrdv_verbs_peer_post_comp(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer,
+                                              struct ibv_send_wr *wr,
+                                              uct_completion_t *comp)
+{
+    uct_specrdv_verbs_comp_t *elem = NULL;
+    ucs_status_t status;
+
+    if (comp != NULL) {
+        elem = ucs_mpool_get_inline(&iface->comp_mp);
+        if (elem == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
+    status = uct_specrdv_verbs_peer_post(iface, peer, wr, comp != NULL);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (elem != NULL) {
+            ucs_mpool_put_inline(elem);
+        }
+        return status;
+    }
+
+    if (comp != NULL) {
+        uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
+    }
     return UCS_OK;
 }
 
@@ -210,7 +243,7 @@ void uct_specrdv_verbs_peer_purge_comps(uct_specrdv_verbs_peer_t *peer,
         elem = ucs_queue_pull_elem_non_empty(&peer->comps,
                                              uct_specrdv_verbs_comp_t, queue);
         uct_invoke_completion(elem->comp, status);
-        ucs_free(elem);
+        ucs_mpool_put_inline(elem);
     }
 }
 
@@ -235,7 +268,7 @@ static void uct_specrdv_verbs_peer_completed(uct_specrdv_verbs_iface_t *iface,
         }
         ucs_queue_pull_non_empty(&peer->comps);
         uct_invoke_completion(elem->comp, UCS_OK);
-        ucs_free(elem);
+        ucs_mpool_put_inline(elem);
     }
 }
 
@@ -438,6 +471,73 @@ static void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
                                             iface->config.max_inline) ?
                                            IBV_SEND_INLINE : 0;
     uct_specrdv_verbs_peer_post(iface, peer, &peer->ring_wr.wr, 0);
+}
+
+/* One RDMA write into the slot: the sealed header (and what the caller put
+ * after it) from the mirror, the user's buffers, the tail flag from the
+ * mirror.  Buffers the writer cannot gather from are copied into the mirror
+ * instead, and the slot goes as ring_write sends it. */
+static ucs_status_t
+uct_specrdv_verbs_ring_write_gather(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *generic, uint32_t slot,
+                                    size_t length,
+                                    const uct_specrdv_gather_t *gather,
+                                    uct_completion_t *comp)
+{
+    uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
+    uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
+    size_t offset                    = (size_t)slot * peer->geom.slot_size;
+    size_t head = peer->geom.payload_offset + gather->offset;
+    uint8_t *view                    = peer->mirror + offset;
+    struct ibv_sge sge[UCT_SPECRDV_VERBS_MAX_IOV];
+    struct ibv_send_wr wr = {
+        .sg_list             = sge,
+        .opcode              = IBV_WR_RDMA_WRITE,
+        .wr.rdma.remote_addr = peer->ring_remote + offset,
+        .wr.rdma.rkey        = peer->ring_wr.wr.wr.rdma.rkey
+    };
+    ucs_iov_iter_t iov_iter;
+    ucs_status_t status;
+    size_t i;
+
+    sge[0].addr   = (uintptr_t)view;
+    sge[0].length = head;
+    sge[0].lkey   = peer->mirror_mr->lkey;
+    wr.num_sge    = 1;
+    for (i = 0; i < gather->iovcnt; ++i) {
+        if (uct_iov_get_length(&gather->iov[i]) == 0) {
+            continue;
+        }
+        if ((gather->iov[i].memh == UCT_MEM_HANDLE_NULL) ||
+            (wr.num_sge + 1 >= UCT_SPECRDV_VERBS_MAX_IOV)) {
+            goto copy;
+        }
+        sge[wr.num_sge].addr     = (uintptr_t)gather->iov[i].buffer;
+        sge[wr.num_sge].length   = uct_iov_get_length(&gather->iov[i]);
+        sge[wr.num_sge++].lkey   = uct_specrdv_verbs_memh_lkey(
+                gather->iov[i].memh);
+    }
+
+    sge[wr.num_sge].addr     = (uintptr_t)view + length - 1;
+    sge[wr.num_sge].length   = 1;
+    sge[wr.num_sge++].lkey   = peer->mirror_mr->lkey;
+
+    status = uct_specrdv_verbs_peer_post_comp(iface, peer, &wr, comp);
+    if (status == UCS_ERR_NO_MEMORY) {
+        goto copy;
+    } else if (status != UCS_OK) {
+        return status; /* the peer has failed */
+    }
+
+    UCT_SPECRDV_CONNS_STAT(conns, TX_GATHERED);
+    return UCS_INPROGRESS;
+
+copy:
+    ucs_iov_iter_init(&iov_iter);
+    uct_iov_to_buffer(gather->iov, gather->iovcnt, &iov_iter, view + head,
+                      SIZE_MAX);
+    uct_specrdv_verbs_ring_write(conns, generic, slot, length);
+    return UCS_OK;
 }
 
 /* Our ring's mirror: blank, as the receiver's ring is when it grants it */
@@ -800,6 +900,7 @@ const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops = {
     .ring_request   = uct_specrdv_verbs_ring_request,
     .ring_credits   = uct_specrdv_verbs_ring_credits,
     .ring_write     = uct_specrdv_verbs_ring_write,
+    .ring_write_gather = uct_specrdv_verbs_ring_write_gather,
     .fb_reserve     = uct_specrdv_verbs_fb_reserve,
     .fb_post        = uct_specrdv_verbs_fb_post,
     .fb_can_send    = uct_specrdv_verbs_fb_can_send,
