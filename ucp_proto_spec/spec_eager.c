@@ -12,6 +12,13 @@
  * cached memory that every zero-copy send repeats.  An md without a cache
  * pays its whole registration in V, so no class pays there.
  *
+ * The trade is a registration against a copy, so the measured thresholds
+ * apply only where zero-copy needs a memory handle (UCT_MD_FLAG_NEED_MEMH:
+ * RDMA).  Elsewhere nothing is registered and the transport may copy anyway
+ * (shared memory writes the user's bytes into a slot either way), so UCP's
+ * own choice by size stands; UCX_SPEC_HOTBUF_REUSE, which sets n instead of
+ * measuring it, applies to every md.
+ *
  * See file LICENSE for terms.
  */
 
@@ -56,6 +63,7 @@ typedef struct ucp_proto_spec_hotbuf_worker {
     ucp_proto_spec_hotbuf_t        table;
     ucp_proto_spec_hotbuf_config_t config;
     ucp_md_index_t                 md_index;  /* measured on it, or NULL */
+    ucp_md_map_t                   ucp_mds;   /* left to UCP's choice */
 } ucp_proto_spec_hotbuf_worker_t;
 
 /* Asked for with "y", the user hears why it is off; with "try", UCX's
@@ -66,11 +74,13 @@ typedef struct ucp_proto_spec_hotbuf_worker {
             "spec: " _fmt ", hot-buffer eager is off", ## __VA_ARGS__)
 
 static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
-  {"HOTBUF", "n",
+  {"HOTBUF", "try",
    "Hot-buffer zero-copy eager: an eager send from a buffer reused often\n"
    "enough for its size goes zero-copy below UCX_ZCOPY_THRESH; the threshold\n"
-   "is measured on the running machine (Rashti & Afsahi).  \"try\" turns it\n"
-   "off quietly where it cannot work, \"y\" with a warning.",
+   "is measured on the running machine at the first eager send over an RDMA\n"
+   "memory domain (Rashti & Afsahi).  \"try\" turns it off quietly where it\n"
+   "cannot be correct (no UCM memory events) or pays at no size, \"y\" with\n"
+   "a warning.",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, enable),
    UCS_CONFIG_TYPE_TERNARY},
 
@@ -82,7 +92,8 @@ static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
 
   {"HOTBUF_REUSE", "auto",
    "Uses n from which registering a buffer pays, for every size from 64 B to\n"
-   "256 KiB; \"auto\" measures n per size on the first eager send.",
+   "256 KiB and on every memory domain; \"auto\" measures n per size on the\n"
+   "first eager send over a memory domain that registers (RDMA).",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, reuse),
    UCS_CONFIG_TYPE_ULUNITS},
 
@@ -193,6 +204,7 @@ void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
     }
 
     hbw->md_index = UCP_NULL_RESOURCE;
+    hbw->ucp_mds  = 0;
     if (hbw->config.reuse != UCS_ULUNITS_AUTO) {
         ucp_proto_spec_hotbuf_set_reuse(&hbw->table,
                                         UCP_PROTO_SPEC_HOTBUF_CLASS_MIN,
@@ -289,6 +301,7 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     size_t max = UCS_BIT(UCP_PROTO_SPEC_HOTBUF_CLASS_MAX);
     double reg[UCP_PROTO_SPEC_HOTBUF_CLASSES]  = {0};
     double copy[UCP_PROTO_SPEC_HOTBUF_CLASSES] = {0};
+    double begin = ucs_get_accurate_time();
     ucp_proto_spec_hotbuf_t scratch;
     double start, t, lookup, cached;
     ucs_status_t status;
@@ -357,7 +370,11 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     }
 
     ucp_proto_spec_hotbuf_set_costs(&hbw->table, reg, copy, lookup + cached);
+    ucs_debug("spec: hot-buffer costs on md %s measured in %.3f ms", md_name,
+              (ucs_get_accurate_time() - begin) * 1e3);
     if (hbw->config.print) {
+        fprintf(stderr, "# hot-buffer eager: costs on md %s measured in "
+                "%.3f ms\n", md_name, (ucs_get_accurate_time() - begin) * 1e3);
         ucp_proto_spec_hotbuf_print(&hbw->table, stderr);
     }
 
@@ -389,6 +406,43 @@ static const char *ucp_proto_spec_hotbuf_md_name(ucp_request_t *req)
             .rsc.md_name;
 }
 
+/* The first send over an md that is not yet known: measure its costs if
+ * it registers and none was measured, or leave it to UCP; nonzero if the
+ * table applies to it */
+static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
+                                          ucp_request_t *req,
+                                          ucp_md_index_t md_index)
+{
+    const uct_md_attr_t *md_attr = ucp_ep_md_attr(req->send.ep,
+                                                  req->send.lane);
+    ucs_status_t status;
+
+    if (hbw->config.reuse != UCS_ULUNITS_AUTO) {
+        return 1;
+    }
+
+    /* thresholds hold for one md only */
+    if (!(md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) ||
+        (hbw->md_index != UCP_NULL_RESOURCE)) {
+        hbw->ucp_mds |= UCS_BIT(md_index);
+        return 0;
+    }
+
+    /* measured once: after a failure no class has costs, so every size stays
+     * bcopy without a lookup */
+    hbw->md_index = md_index;
+    status        = ucp_proto_spec_hotbuf_calibrate(
+            hbw, ucp_ep_md(req->send.ep, req->send.lane), md_attr,
+            ucp_proto_spec_hotbuf_md_name(req));
+    if (status != UCS_OK) {
+        ucp_proto_spec_hotbuf_off(hbw, "measuring registration costs on md "
+                                  "%s failed (%s)",
+                                  ucp_proto_spec_hotbuf_md_name(req),
+                                  ucs_status_string(status));
+    }
+    return 1;
+}
+
 size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
                                           const ucp_ep_msg_config_t *msg_config,
                                           size_t zcopy_thresh)
@@ -396,7 +450,6 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
     ucp_proto_spec_hotbuf_worker_t *hbw = req->send.ep->worker->spec_hotbuf;
     size_t length                       = req->send.length;
     ucp_md_index_t md_index;
-    ucs_status_t status;
 
     if (ucs_likely(hbw == NULL) || (length >= zcopy_thresh) ||
         (msg_config->max_zcopy == 0) ||
@@ -406,26 +459,10 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
     }
 
     md_index = ucp_ep_md_index(req->send.ep, req->send.lane);
-    if (ucs_unlikely(hbw->md_index != md_index) &&
-        (hbw->config.reuse == UCS_ULUNITS_AUTO)) {
-        if (hbw->md_index != UCP_NULL_RESOURCE) {
-            return zcopy_thresh; /* thresholds hold for one md only */
-        }
-
-        /* measured once: after a failure no class has costs, so every
-         * size stays bcopy without a lookup */
-        hbw->md_index = md_index;
-        status = ucp_proto_spec_hotbuf_calibrate(
-                hbw, ucp_ep_md(req->send.ep, req->send.lane),
-                ucp_ep_md_attr(req->send.ep, req->send.lane),
-                ucp_proto_spec_hotbuf_md_name(req));
-        if (status != UCS_OK) {
-            ucp_proto_spec_hotbuf_off(hbw, "measuring registration costs on "
-                                      "md %s failed (%s)",
-                                      ucp_proto_spec_hotbuf_md_name(req),
-                                      ucs_status_string(status));
-            return zcopy_thresh;
-        }
+    if ((hbw->ucp_mds & UCS_BIT(md_index)) ||
+        (ucs_unlikely(hbw->md_index != md_index) &&
+         !ucp_proto_spec_hotbuf_md_first(hbw, req, md_index))) {
+        return zcopy_thresh;
     }
 
     return ucp_proto_spec_hotbuf_use(&hbw->table, req->send.buffer, length) ?
