@@ -11,6 +11,9 @@
  *        ping-pong sent from WINDOW buffers (default 100) in turn, buffer i
  *        i times; the buffers back to back, or each on pages of its own;
  *        mean half round trip in microseconds
+ *   once: the ping-pong, each message sent from an address not used before
+ *        (16 384 of them in turn, four times the hot-buffer table): what a
+ *        buffer used once costs
  *
  * Every size gets a few untimed iterations first, and as many timed ones as
  * fit in a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
@@ -18,7 +21,7 @@
  * pattern and the last message received is checked: a transport that
  * delivers the wrong bytes fails the run instead of reporting a figure.
  *
- * usage: mpi_bench lat|bw|spectrum|spectrum-page SIZE[,SIZE...] [WINDOW]
+ * usage: mpi_bench lat|once|bw|spectrum|spectrum-page SIZE[,SIZE...] [WINDOW]
  * output, rank 0: "<test> <size> <value> <unit>" per size
  *
  * See file LICENSE for terms.
@@ -73,26 +76,35 @@ static void check(const uint8_t *buf, size_t size, unsigned seed,
     }
 }
 
-static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size)
+/* "once": message i leaves from sbuf + (i % ONCE_ADDRS) * ONCE_STEP; the
+ * fill pattern repeats every 256 bytes, so each message checks the same */
+#define ONCE_STEP  256
+#define ONCE_ADDRS 16384
+
+/* Messages leave from sbuf, or each from the next of ONCE_ADDRS addresses */
+static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size,
+                       int once)
 {
     unsigned n = iterations(size, 2);
     double t0  = 0;
+    uint8_t *buf;
     unsigned i;
 
-    fill(sbuf, size, 1);
+    fill(sbuf, size + (once ? (size_t)ONCE_STEP * ONCE_ADDRS : 0), 1);
     for (i = 0; i < WARMUP + n; ++i) {
         if (i == WARMUP) {
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
         }
+        buf = once ? sbuf + (size_t)(i % ONCE_ADDRS) * ONCE_STEP : sbuf;
         if (rank == 0) {
-            MPI_Send(sbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Send(buf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
             MPI_Recv(rbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(rbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
-            MPI_Send(sbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+            MPI_Send(buf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
         }
     }
 
@@ -177,7 +189,7 @@ int main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES], max_size = 0;
     unsigned num_sizes = 0, window = DEFAULT_WINDOW, i;
-    int rank, nranks, is_lat, is_spectrum, page_separated;
+    int rank, nranks, is_lat, is_once, is_spectrum, page_separated;
     long page = sysconf(_SC_PAGESIZE);
     size_t stride = 0;
     MPI_Request *reqs;
@@ -190,18 +202,21 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     if ((argc < 3) || (nranks != 2) ||
-        (strcmp(argv[1], "lat") && strcmp(argv[1], "bw") &&
+        (strcmp(argv[1], "lat") && strcmp(argv[1], "once") &&
+         strcmp(argv[1], "bw") &&
          strcmp(argv[1], "spectrum") && strcmp(argv[1], "spectrum-page"))) {
         if (rank == 0) {
             fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
-                            "lat|bw|spectrum|spectrum-page SIZE[,SIZE...] "
+                            "lat|once|bw|spectrum|spectrum-page "
+                            "SIZE[,SIZE...] "
                             "[WINDOW]\n");
         }
         MPI_Finalize();
         return 2;
     }
 
-    is_lat         = !strcmp(argv[1], "lat");
+    is_once        = !strcmp(argv[1], "once");
+    is_lat         = is_once || !strcmp(argv[1], "lat");
     is_spectrum    = !strncmp(argv[1], "spectrum", 8);
     page_separated = !strcmp(argv[1], "spectrum-page");
     if (is_spectrum) {
@@ -238,7 +253,8 @@ int main(int argc, char **argv)
                                   max_size;
     }
     if (!is_spectrum) {
-        sbuf = malloc(max_size ? max_size : 1);
+        sbuf = malloc((max_size ? max_size : 1) +
+                      (is_once ? (size_t)ONCE_STEP * ONCE_ADDRS : 0));
     } else if (posix_memalign((void**)&sbuf, page,
                               (stride ? stride : 1) * window) != 0) {
         sbuf = NULL;
@@ -257,7 +273,7 @@ int main(int argc, char **argv)
             value = spectrum(rank, sbuf, rbuf, sizes[i],
                              page_separated ? stride : sizes[i], window);
         } else if (is_lat) {
-            value = pingpong(rank, sbuf, rbuf, sizes[i]);
+            value = pingpong(rank, sbuf, rbuf, sizes[i], is_once);
         } else {
             value = stream(rank, sbuf, rbuf, sizes[i], window, reqs);
         }
@@ -265,7 +281,8 @@ int main(int argc, char **argv)
             printf("%s %zu %.3f %s\n",
                    is_spectrum ? (page_separated ? "mpi_spectrum_page" :
                                                    "mpi_spectrum") :
-                   is_lat ? "mpi_lat" : "mpi_bw", sizes[i], value,
+                   is_once ? "mpi_once" : is_lat ? "mpi_lat" : "mpi_bw",
+                   sizes[i], value,
                    (is_lat || is_spectrum) ? "usec" : "MB/s");
             fflush(stdout);
         }
