@@ -192,7 +192,8 @@ check-rdma: build
 # cannot load an instrumented libucp
 RDMA_ASAN_CHECKS = uct_specrdv_verbs_am_lat uct_specrdv_verbs_am_bw \
                    uct_specrdv_verbs_fallback_window uct_specrdv_verbs_am_zcopy \
-                   uct_specrdv_verbs_put_bw uct_specrdv_verbs_peer_killed
+                   uct_specrdv_verbs_put_bw uct_specrdv_verbs_peer_killed \
+                   ucp_tag_lat_hotbuf
 check-rdma-asan: deps
 	@$(REPO)/contrib/install-deps rdma
 	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
