@@ -76,6 +76,21 @@ static void check(const uint8_t *buf, size_t size, unsigned seed,
     }
 }
 
+/* Rank 0 sends @a sbuf and receives the answer into @a rbuf; rank 1 answers */
+static void round_trip(int rank, const uint8_t *sbuf, uint8_t *rbuf,
+                       size_t size, int tag)
+{
+    if (rank == 0) {
+        MPI_Send(sbuf, size, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
+        MPI_Recv(rbuf, size, MPI_BYTE, 1, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(rbuf, size, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        MPI_Send(sbuf, size, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    }
+}
+
 /* "once": message i leaves from sbuf + (i % ONCE_ADDRS) * ONCE_STEP; the
  * fill pattern repeats every 256 bytes, so each message checks the same */
 #define ONCE_STEP  256
@@ -97,15 +112,7 @@ static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size,
             t0 = MPI_Wtime();
         }
         buf = once ? sbuf + (size_t)(i % ONCE_ADDRS) * ONCE_STEP : sbuf;
-        if (rank == 0) {
-            MPI_Send(buf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-            MPI_Recv(rbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(rbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
-            MPI_Send(buf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-        }
+        round_trip(rank, buf, rbuf, size, 1);
     }
 
     check(rbuf, size, 1, "ping-pong message");
@@ -117,7 +124,6 @@ static double spectrum(int rank, uint8_t *set, uint8_t *rbuf, size_t size,
                        size_t stride, unsigned nbuf)
 {
     unsigned i, j, n = 0;
-    uint8_t *sbuf;
     double t0;
 
     for (i = 0; i < nbuf; ++i) {
@@ -127,17 +133,8 @@ static double spectrum(int rank, uint8_t *set, uint8_t *rbuf, size_t size,
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (i = 1; i <= nbuf; ++i) {
-        sbuf = set + (i - 1) * stride;
         for (j = 0; j < i; ++j, ++n) {
-            if (rank == 0) {
-                MPI_Send(sbuf, size, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
-                MPI_Recv(rbuf, size, MPI_BYTE, 1, 4, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(rbuf, size, MPI_BYTE, 0, 4, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
-                MPI_Send(sbuf, size, MPI_BYTE, 0, 4, MPI_COMM_WORLD);
-            }
+            round_trip(rank, set + (i - 1) * stride, rbuf, size, 4);
         }
     }
 
