@@ -140,7 +140,7 @@ check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 	@$(call run_units,$(BUILD_DIR),$(REPO)/test/valgrind-wrap); \
 	$(CLEAN_ENV) UCX_SPEC_TEST_WRAP=$(REPO)/test/valgrind-wrap \
 	    $(REPO)/test/integration/run $(PREFIX) || rc=1; \
-	$(CLEAN_ENV) $(REPO)/test/mpi/valgrind-barrier $(PREFIX) \
+	$(CLEAN_ENV) $(REPO)/test/mpi/valgrind-mpi $(PREFIX) \
 	    $(BUILD_DIR)/test/mpi || rc=1; exit $$rc
 
 # A second UCX tree built with ASan and UBSan, and the same tests on it.
