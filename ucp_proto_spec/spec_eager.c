@@ -303,7 +303,7 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     double copy[UCP_PROTO_SPEC_HOTBUF_CLASSES] = {0};
     double begin = ucs_get_accurate_time();
     ucp_proto_spec_hotbuf_t scratch;
-    double start, t, lookup, cached;
+    double start, t, lookup, cached, elapsed_ms;
     ucs_status_t status;
     unsigned c, i, reps;
     uint8_t *buf;
@@ -370,11 +370,12 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     }
 
     ucp_proto_spec_hotbuf_set_costs(&hbw->table, reg, copy, lookup + cached);
+    elapsed_ms = (ucs_get_accurate_time() - begin) * 1e3;
     ucs_debug("spec: hot-buffer costs on md %s measured in %.3f ms", md_name,
-              (ucs_get_accurate_time() - begin) * 1e3);
+              elapsed_ms);
     if (hbw->config.print) {
         fprintf(stderr, "# hot-buffer eager: costs on md %s measured in "
-                "%.3f ms\n", md_name, (ucs_get_accurate_time() - begin) * 1e3);
+                "%.3f ms\n", md_name, elapsed_ms);
         ucp_proto_spec_hotbuf_print(&hbw->table, stderr);
     }
 
@@ -398,14 +399,6 @@ out:
     return status;
 }
 
-static const char *ucp_proto_spec_hotbuf_md_name(ucp_request_t *req)
-{
-    ucp_context_h context = req->send.ep->worker->context;
-
-    return context->tl_mds[ucp_ep_md_index(req->send.ep, req->send.lane)]
-            .rsc.md_name;
-}
-
 /* The first send over an md that is not yet known: measure its costs if
  * it registers and none was measured, or leave it to UCP; nonzero if the
  * table applies to it */
@@ -415,6 +408,8 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
 {
     const uct_md_attr_t *md_attr = ucp_ep_md_attr(req->send.ep,
                                                   req->send.lane);
+    const char *md_name = req->send.ep->worker->context->tl_mds[md_index]
+                                  .rsc.md_name;
     ucs_status_t status;
 
     if (hbw->config.reuse != UCS_ULUNITS_AUTO) {
@@ -432,12 +427,10 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
      * bcopy without a lookup */
     hbw->md_index = md_index;
     status        = ucp_proto_spec_hotbuf_calibrate(
-            hbw, ucp_ep_md(req->send.ep, req->send.lane), md_attr,
-            ucp_proto_spec_hotbuf_md_name(req));
+            hbw, ucp_ep_md(req->send.ep, req->send.lane), md_attr, md_name);
     if (status != UCS_OK) {
         ucp_proto_spec_hotbuf_off(hbw, "measuring registration costs on md "
-                                  "%s failed (%s)",
-                                  ucp_proto_spec_hotbuf_md_name(req),
+                                  "%s failed (%s)", md_name,
                                   ucs_status_string(status));
     }
     return 1;
