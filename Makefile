@@ -51,7 +51,7 @@ check: build
 # compiler flags.
 define unit_rule
 $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
-                  $(1)/.install-key
+                  $(REPO)/ucp_proto_spec/ucp_proto_spec.h $(1)/.install-key
 	@mkdir -p $$(@D)
 	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include \
 	    -I$(1)/ucx-1.13.1/src -o $$@ $$(filter %.c,$$^) \
