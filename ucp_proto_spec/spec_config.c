@@ -111,6 +111,20 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "usable RTR, as over RDMA).",
    ucs_offsetof(ucp_proto_spec_config_t, shm_balance), UCS_CONFIG_TYPE_BOOL},
 
+  {"IDLE_COPY", "y",
+   "On shared memory, a rendezvous whose two buffers are known (a send that\n"
+   "takes an RTR, a receive that matches an RTS when posted) is not copied in\n"
+   "the call that finds it: it is offered to both processes, and the first to\n"
+   "enter UCP again with it pending (wait, test, progress) copies it, the sender\n"
+   "by put, the receiver by get. n: the finding call copies, as before.",
+   ucs_offsetof(ucp_proto_spec_config_t, idle_copy), UCS_CONFIG_TYPE_BOOL},
+
+  {"IDLE_COPY_DELAY", "2us",
+   "How long an offered copy waits before the sender claims it (put): a\n"
+   "receiver in UCP claims its own at once, so when both sides wait each gets\n"
+   "its own data in parallel. The receiver never waits to claim (get).",
+   ucs_offsetof(ucp_proto_spec_config_t, idle_copy_delay), UCS_CONFIG_TYPE_TIME},
+
   {"ADAPT_THRESH", "0.8",
    "Adaptation: a sender stops speculation for an envelope (stop-RTR on its\n"
    "next RTS) when fewer than this fraction of the RTRs it received were used.\n"

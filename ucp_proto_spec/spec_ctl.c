@@ -31,7 +31,9 @@ void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec)
     }
 
     UCP_PROTO_SPEC_COUNT(spec, early_progress, 1);
+    spec->early = 1; /* no copy is claimed from a call that posts */
     ucp_worker_progress(spec->worker);
+    spec->early = 0;
 }
 
 

@@ -15,6 +15,8 @@
 #include "ucp_proto_spec.h"
 
 #include <ucp/core/ucp_types.h>
+#include <ucp/rndv/rndv.h>
+#include <uct/api/uct.h>
 #include <ucs/config/parser.h>
 #include <ucs/config/types.h>
 #include <ucs/datastruct/khash.h>
@@ -87,6 +89,36 @@ typedef struct {
 } UCS_S_PACKED ucp_proto_spec_revoke_ack_hdr_t;
 
 
+/* Where an offered copy is claimed (spec_claim.c): a word in the offering
+ * worker's claim page, holding the generation and the state */
+typedef struct {
+    int32_t  shmid;    /* the offering worker's claim page (System V) */
+    uint32_t slot;
+    uint64_t word;     /* generation | UCP_PROTO_SPEC_CLAIM_OFFERED */
+} UCS_S_PACKED ucp_proto_spec_claim_ref_t;
+
+/* OFFER: receiver -> sender, when a receive matched an RTS at post.  Either
+ * side may claim the copy: the sender puts into the receive buffer (as for
+ * an RTR), or the receiver gets from the send buffer (as for the RTS). */
+typedef struct {
+    uint64_t                   ep_id;   /* the sender's endpoint id */
+    uint64_t                   sreq_id; /* from the RTS */
+    uint64_t                   rreq_id; /* the carrier's id, for the ATP */
+    uint64_t                   address; /* receive buffer */
+    uint64_t                   length;  /* the message's length */
+    ucp_proto_spec_claim_ref_t claim;
+    /* packed rkey of the receive buffer follows */
+} UCS_S_PACKED ucp_proto_spec_offer_hdr_t;
+
+/* Follows an RTR-ACK whose send offers the copy instead of putting at once */
+typedef struct {
+    uint64_t                   sreq_id;
+    uint64_t                   address; /* send buffer */
+    ucp_proto_spec_claim_ref_t claim;
+    /* packed rkey of the send buffer follows */
+} UCS_S_PACKED ucp_proto_spec_rtr_ack_offer_t;
+
+
 /* UCX_SPEC_SENDER_MASK=auto */
 #define UCP_PROTO_SPEC_MASK_AUTO  UINT64_MAX
 
@@ -98,6 +130,8 @@ typedef struct ucp_proto_spec_config {
     uint64_t     ignore_mask;
     int          early_progress;
     int          shm_balance;
+    int          idle_copy;
+    double       idle_copy_delay;
     double       adapt_thresh;
     unsigned     adapt_min_sample;
     unsigned     adapt_backoff;
@@ -241,6 +275,11 @@ KHASH_INIT(ucp_proto_spec_tx, ucp_proto_spec_tx_key_t, ucp_proto_spec_tx_env_t*,
            1, ucp_proto_spec_tx_key_hash, ucp_proto_spec_tx_key_equal);
 
 
+#define UCP_PROTO_SPEC_CLAIM_NONE (-1) /* no claim page yet */
+
+KHASH_INIT(ucp_proto_spec_page, int32_t, void*, 1, kh_int_hash_func,
+           kh_int_hash_equal);
+
 /* Per worker */
 typedef struct ucp_proto_spec_worker {
     ucp_worker_h              worker;
@@ -255,6 +294,17 @@ typedef struct ucp_proto_spec_worker {
     unsigned                  tx_count;
     unsigned                  rx_count;
     ucp_proto_spec_counters_t cnt;
+    int                       early;      /* in the early progress pass */
+    struct {
+        int32_t               shmid;      /* our claim page, -1 until used */
+        volatile uint64_t     *words;
+        uint16_t              *free;      /* stack of free slots */
+        unsigned              num_free;
+        khash_t(ucp_proto_spec_page) peers; /* shmid -> attached page */
+        ucs_list_link_t       offers;     /* ucp_proto_spec_offer_t */
+        uct_worker_cb_id_t    cb_id;
+        ucs_time_t            delay;      /* UCX_SPEC_IDLE_COPY_DELAY */
+    } claim;
     UCS_STATS_NODE_DECLARE(stats)
 } ucp_proto_spec_worker_t;
 
@@ -304,6 +354,35 @@ void ucp_proto_spec_report(ucp_worker_h worker,
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
                                      const void *hdr, size_t length);
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
+
+/* spec_claim.c: the idle side copies */
+int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec,
+                                    ucp_ep_h ep);
+/* The offering side: a slot of its claim page (UCS_ERR_NO_RESOURCE: copy
+ * now, as without), then its own offer_put/_get before the message goes,
+ * and claim_close if the message cannot go.  The peer: offer_put/_get from
+ * the message; a failure there leaves the copy to the offering side. */
+ucs_status_t ucp_proto_spec_claim_open(ucp_proto_spec_worker_t *spec,
+                                       ucp_proto_spec_claim_ref_t *ref);
+void ucp_proto_spec_claim_close(ucp_proto_spec_worker_t *spec,
+                                const ucp_proto_spec_claim_ref_t *ref);
+ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
+                                      ucp_ep_h ep,
+                                      const ucp_proto_spec_claim_ref_t *ref,
+                                      const ucp_rndv_rtr_hdr_t *rtr,
+                                      const void *rkey, size_t rkey_length);
+ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
+                                      ucp_ep_h ep,
+                                      const ucp_proto_spec_claim_ref_t *ref,
+                                      ucp_request_t *rreq,
+                                      ucp_request_t *carrier,
+                                      const ucp_rndv_rts_hdr_t *rts,
+                                      const void *rkey, size_t rkey_length);
+ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
+                                 const uct_mem_h *memh, void *buffer);
+void ucp_proto_spec_claim_ep_cleanup(ucp_proto_spec_worker_t *spec,
+                                     ucp_ep_h ep);
+void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec);
 
 /* spec_recv.c */
 void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec,

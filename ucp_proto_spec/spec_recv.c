@@ -32,6 +32,7 @@
 #include <ucp/proto/proto_am.inl>
 #include <ucp/rndv/rndv.h>
 #include <ucp/tag/tag_match.inl>
+#include <ucp/tag/tag_rndv.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <inttypes.h>
@@ -318,6 +319,25 @@ static void ucp_proto_spec_rtr_dead(ucp_proto_spec_worker_t *spec,
     }
 }
 
+/* The carrier is what UCX's ATP handler finds by id and whose super request
+ * it completes, as for UCX's own RTR */
+static void ucp_proto_spec_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
+                                        ucp_request_t *rreq,
+                                        ucp_proto_spec_rreq_t *sr)
+{
+    carrier->flags             = 0;
+    carrier->send.ep           = ep;
+    carrier->send.buffer       = sr;
+    carrier->send.rndv.mdesc   = NULL;
+    carrier->send.lane         = ucp_ep_get_am_lane(ep);
+    carrier->send.pending_lane = UCP_NULL_LANE;
+    carrier->send.uct.func     = ucp_proto_spec_progress_rtr;
+    ucp_request_send_state_reset(carrier, NULL,
+                                 UCP_REQUEST_SEND_PROTO_BCOPY_AM);
+    ucp_request_set_super(carrier, rreq);
+    ucp_send_request_id_alloc(carrier);
+}
+
 void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
@@ -394,19 +414,7 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
     ++env->rtr_count;
     ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_QUEUED);
 
-    /* The carrier is what UCX's ATP handler finds by id and whose super
-     * request it completes, as for UCX's own RTR */
-    carrier->flags             = 0;
-    carrier->send.ep           = ep;
-    carrier->send.buffer       = sr;
-    carrier->send.rndv.mdesc   = NULL;
-    carrier->send.lane         = ucp_ep_get_am_lane(ep);
-    carrier->send.pending_lane = UCP_NULL_LANE;
-    carrier->send.uct.func     = ucp_proto_spec_progress_rtr;
-    ucp_request_send_state_reset(carrier, NULL,
-                                 UCP_REQUEST_SEND_PROTO_BCOPY_AM);
-    ucp_request_set_super(carrier, rreq);
-    ucp_send_request_id_alloc(carrier);
+    ucp_proto_spec_carrier_init(carrier, ep, rreq, sr);
 
     UCP_PROTO_SPEC_COUNT(spec, rtr_sent, 1);
     ucp_trace_req(rreq, "spec: RTR pos 0x%" PRIx64 " to %s", sr->pos,
@@ -534,6 +542,124 @@ void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
     }
 }
 
+/*
+ * Shared memory, a receive that matches an RTS at its post: offer the copy
+ * (spec_claim.c) rather than get it in this call.  The sender may put it
+ * while we compute; whichever side is next in the library copies.
+ */
+int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
+                               const void *rts_buf, size_t rts_length)
+{
+    ucp_proto_spec_worker_t *spec = worker->spec;
+    const ucp_rndv_rts_hdr_t *rts = rts_buf;
+    ucp_proto_spec_offer_hdr_t *offer;
+    ucp_proto_spec_claim_ref_t ref;
+    ucp_request_t *carrier;
+    ucs_status_t status;
+    size_t rkey_length;
+    ssize_t packed;
+    ucp_ep_h ep;
+
+    if ((spec == NULL) || (rts->address == 0) ||
+        (rreq->recv.length < rts->size) ||
+        !UCP_DT_IS_CONTIG(rreq->recv.datatype) ||
+        !UCP_MEM_IS_HOST(rreq->recv.mem_type) ||
+        (rreq->flags & UCP_REQUEST_FLAG_USER_MEMH) ||
+        (ucp_worker_get_ep_by_id(worker, rts->sreq.ep_id, &ep) != UCS_OK) ||
+        (ep->flags & (UCP_EP_FLAG_CLOSED | UCP_EP_FLAG_FAILED)) ||
+        !ucp_proto_spec_idle_copy_usable(spec, ep)) {
+        return 0;
+    }
+
+    status = ucp_request_recv_buffer_reg(rreq,
+                                         ucp_ep_config(ep)->key.rma_bw_md_map,
+                                         rts->size);
+    if (status != UCS_OK) {
+        goto err_dereg;
+    }
+
+    offer  = ucs_alloca(sizeof(*offer) + ucp_ep_config(ep)->rndv.rkey_size);
+    packed = ucp_proto_spec_rkey_pack(ep, rreq->recv.state.dt.contig.md_map,
+                                      rreq->recv.state.dt.contig.memh,
+                                      offer + 1);
+    if (packed < 0) {
+        goto err_dereg;
+    }
+
+    carrier = ucp_request_get(worker);
+    if (carrier == NULL) {
+        goto err_dereg;
+    }
+
+    if (ucp_proto_spec_claim_open(spec, &ref) != UCS_OK) {
+        goto err_put_carrier;
+    }
+
+    ucp_proto_spec_carrier_init(carrier, ep, rreq, NULL);
+    rkey_length = rts_length - sizeof(*rts);
+    if (ucp_proto_spec_offer_get(spec, ep, &ref, rreq, carrier, rts, rts + 1,
+                                 rkey_length) != UCS_OK) {
+        goto err_close;
+    }
+
+    offer->ep_id   = ucp_ep_remote_id(ep);
+    offer->sreq_id = rts->sreq.req_id;
+    offer->rreq_id = ucp_send_request_get_id(carrier);
+    offer->address = (uintptr_t)rreq->recv.buffer;
+    offer->length  = rts->size;
+    offer->claim   = ref;
+    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_OFFER, offer,
+                                sizeof(*offer) + packed) != UCS_OK) {
+        goto err_close;
+    }
+
+    /* as ucp_tag_rndv_matched and ucp_rndv_receive would */
+    rreq->recv.tag.info.sender_tag = ucp_tag_hdr_from_rts(rts)->tag;
+    rreq->recv.tag.info.length     = rts->size;
+    rreq->status                   = UCS_OK;
+    rreq->recv.remaining           = rts->size;
+    UCP_PROTO_SPEC_COUNT(spec, copy_offered, 1);
+    ucp_trace_req(rreq, "spec: offers the copy of %zu bytes to %s", rts->size,
+                  ucp_ep_peer_name(ep));
+    return 1;
+
+err_close:
+    ucp_proto_spec_claim_close(spec, &ref);
+    ucp_send_request_id_release(carrier);
+err_put_carrier:
+    ucp_request_put(carrier);
+err_dereg:
+    ucp_request_recv_buffer_dereg(rreq);
+    return 0;
+}
+
+/* An RTR-ACK's offer of the copy: claimed, the receive gets it */
+static void ucp_proto_spec_rtr_ack_offer(ucp_proto_spec_worker_t *spec,
+                                         ucp_request_t *carrier,
+                                         ucp_request_t *rreq,
+                                         const ucp_proto_spec_rtr_ack_hdr_t *hdr,
+                                         size_t length)
+{
+    const ucp_proto_spec_rtr_ack_offer_t *offer = (const void*)(hdr + 1);
+    ucp_ep_h ep                                 = carrier->send.ep;
+    ucp_rndv_rts_hdr_t rts                      = {};
+
+    if (length < (sizeof(*hdr) + sizeof(*offer))) {
+        return;
+    }
+
+    /* what ucp_rndv_receive needs of the RTS that was never sent */
+    ucp_tag_hdr_from_rts(&rts)->tag = hdr->tag;
+    rts.sreq.ep_id                  = ucp_ep_local_id(ep);
+    rts.sreq.req_id                 = offer->sreq_id;
+    rts.address                     = offer->address;
+    rts.size                        = hdr->length;
+    rts.opcode                      = UCP_RNDV_RTS_TAG_OK;
+    ucp_proto_spec_offer_get(spec, ep, &offer->claim, rreq, carrier, &rts,
+                             offer + 1,
+                             length - sizeof(*hdr) - sizeof(*offer));
+}
+
 static ucs_status_t
 ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
                                unsigned flags)
@@ -581,6 +707,7 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
     ucp_proto_spec_rreq_free(spec, sr);
     UCP_PROTO_SPEC_COUNT(spec, rtr_ack_recv, 1);
     ucp_trace_req(rreq, "spec: RTR taken, length %" PRIu64, hdr->length);
+    ucp_proto_spec_rtr_ack_offer(spec, carrier, rreq, hdr, length);
     return UCS_OK;
 }
 

@@ -124,6 +124,28 @@ static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
     return flags;
 }
 
+/* UCX's RTR header and key for a send that takes @a entry */
+static size_t ucp_proto_spec_rtr_build(ucp_request_t *sreq,
+                                       const ucp_proto_spec_rtrq_entry_t *entry,
+                                       ucp_rndv_rtr_hdr_t *hdr)
+{
+    hdr->sreq_id = ucp_send_request_get_id(sreq);
+    hdr->rreq_id = entry->rreq_id;
+    hdr->address = entry->address;
+    hdr->size    = sreq->send.length; /* the receive may be larger */
+    hdr->offset  = 0;
+    memcpy(hdr + 1, entry->rkey, entry->rkey_length);
+    return sizeof(*hdr) + entry->rkey_length;
+}
+
+static void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
+                                       ucp_proto_spec_rtrq_entry_t *entry)
+{
+    ucs_list_del(&entry->list);
+    --env->rtrq_length;
+    ucs_free(entry);
+}
+
 /* Runs from the caller's ucp_request_send(), right after the hook chose the
  * RTR: hand the request to UCX's RTR handler, which sets up the put and the
  * ATP exactly as for a UCX rendezvous with a receiver-sent RTR */
@@ -143,21 +165,83 @@ static ucs_status_t ucp_proto_spec_progress_rtr_put(uct_pending_req_t *self)
     entry = ucp_proto_spec_tx_env_find(env, sreq->send.spec_pos);
     ucs_assert_always(entry != NULL);
 
-    length       = sizeof(*hdr) + entry->rkey_length;
-    hdr          = ucs_alloca(length);
-    hdr->sreq_id = ucp_send_request_get_id(sreq);
-    hdr->rreq_id = entry->rreq_id;
-    hdr->address = entry->address;
-    hdr->size    = sreq->send.length; /* the receive may be larger */
-    hdr->offset  = 0;
-    memcpy(hdr + 1, entry->rkey, entry->rkey_length);
-
-    ucs_list_del(&entry->list);
-    --env->rtrq_length;
-    ucs_free(entry);
+    hdr    = ucs_alloca(sizeof(*hdr) + entry->rkey_length);
+    length = ucp_proto_spec_rtr_build(sreq, entry, hdr);
+    ucp_proto_spec_rtrq_remove(env, entry);
 
     ucp_am_handlers[UCP_AM_ID_RNDV_RTR]->cb(worker, hdr, length, 0);
     return UCS_OK;
+}
+
+/* The copy is offered: whoever claims it moves the request on */
+static ucs_status_t ucp_proto_spec_progress_offered(uct_pending_req_t *self)
+{
+    return UCS_OK;
+}
+
+/*
+ * Shared memory: send RTR-ACK with an offer of the copy (spec_claim.c) and
+ * put nothing now.  Zero if the copy cannot be offered; the caller then
+ * sends a plain RTR-ACK and puts.
+ */
+static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
+                                     ucp_request_t *sreq,
+                                     ucp_proto_spec_tx_env_t *env,
+                                     ucp_proto_spec_rtrq_entry_t *entry,
+                                     const ucp_proto_spec_rtr_ack_hdr_t *ack)
+{
+    ucp_ep_h ep                    = sreq->send.ep;
+    const ucp_ep_config_t *config  = ucp_ep_config(ep);
+    ucp_proto_spec_rtr_ack_offer_t *offer;
+    ucp_proto_spec_claim_ref_t ref;
+    ucp_rndv_rtr_hdr_t *rtr;
+    size_t rtr_length;
+    ssize_t packed;
+    void *msg;
+
+    if (!ucp_proto_spec_idle_copy_usable(spec, ep) ||
+        (sreq->flags & UCP_REQUEST_FLAG_USER_MEMH)) {
+        return 0;
+    }
+
+    /* the key the receiver gets with, as an RTS would carry it */
+    if (ucp_request_send_buffer_reg(sreq, config->key.rma_bw_md_map,
+                                    UCT_MD_MEM_FLAG_HIDE_ERRORS) != UCS_OK) {
+        return 0;
+    }
+
+    msg    = ucs_alloca(sizeof(*ack) + sizeof(*offer) + config->rndv.rkey_size);
+    offer  = UCS_PTR_BYTE_OFFSET(msg, sizeof(*ack));
+    packed = ucp_proto_spec_rkey_pack(ep, sreq->send.state.dt.dt.contig.md_map,
+                                      sreq->send.state.dt.dt.contig.memh,
+                                      offer + 1);
+    if ((packed < 0) || (ucp_proto_spec_claim_open(spec, &ref) != UCS_OK)) {
+        return 0;
+    }
+
+    rtr        = ucs_alloca(sizeof(*rtr) + entry->rkey_length);
+    rtr_length = ucp_proto_spec_rtr_build(sreq, entry, rtr);
+    if (ucp_proto_spec_offer_put(spec, ep, &ref, rtr, rtr + 1,
+                                 rtr_length - sizeof(*rtr)) != UCS_OK) {
+        ucp_proto_spec_claim_close(spec, &ref);
+        return 0;
+    }
+
+    memcpy(msg, ack, sizeof(*ack));
+    offer->sreq_id = ucp_send_request_get_id(sreq);
+    offer->address = (uintptr_t)sreq->send.buffer;
+    offer->claim   = ref;
+    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, msg,
+                                sizeof(*ack) + sizeof(*offer) + packed) !=
+        UCS_OK) {
+        ucp_proto_spec_claim_close(spec, &ref);
+        return 0;
+    }
+
+    ucp_proto_spec_rtrq_remove(env, entry);
+    UCP_PROTO_SPEC_COUNT(spec, copy_offered, 1);
+    sreq->send.uct.func = ucp_proto_spec_progress_offered;
+    return 1;
 }
 
 int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
@@ -216,18 +300,20 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
     ack.rreq_id = entry->rreq_id;
     ack.tag     = sreq->send.msg_proto.tag;
     ack.length  = sreq->send.length;
-    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, &ack,
-                                sizeof(ack)) != UCS_OK) {
-        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
-        goto out_rts;
+    ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
+                  pos, entry->rreq_id);
+    if (!ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
+        if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, &ack,
+                                    sizeof(ack)) != UCS_OK) {
+            ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
+            goto out_rts;
+        }
+        sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
     }
 
     ++env->rtr_used;
     UCP_PROTO_SPEC_COUNT(spec, rtr_used, 1);
     UCP_PROTO_SPEC_COUNT(spec, rtr_ack_sent, 1);
-    ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
-                  pos, entry->rreq_id);
-    sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
     return 1;
 
 out_rts:

@@ -19,6 +19,7 @@
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/time/time.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -112,12 +113,14 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     }
 
     if ((spec->config.adapt_thresh < 0) || (spec->config.adapt_thresh > 1) ||
+        (spec->config.idle_copy_delay < 0) ||
         (spec->config.env_max == 0) || (spec->config.adapt_backoff == 0) ||
         (spec->config.adapt_backoff_max < spec->config.adapt_backoff)) {
         ucs_error("spec: UCX_SPEC_ADAPT_THRESH must be in [0,1], "
                   "UCX_SPEC_ENV_MAX and UCX_SPEC_ADAPT_BACKOFF positive and "
-                  "UCX_SPEC_ADAPT_BACKOFF_MAX >= UCX_SPEC_ADAPT_BACKOFF; "
-                  "speculative rendezvous is off");
+                  "UCX_SPEC_ADAPT_BACKOFF_MAX >= UCX_SPEC_ADAPT_BACKOFF, "
+                  "UCX_SPEC_IDLE_COPY_DELAY not negative; speculative "
+                  "rendezvous is off");
         goto err_release;
     }
 
@@ -139,6 +142,11 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     kh_init_inplace(ucp_proto_spec_peer, &spec->peers);
     ucs_list_head_init(&spec->tx_lru);
     ucs_list_head_init(&spec->rx_lru);
+    kh_init_inplace(ucp_proto_spec_page, &spec->claim.peers);
+    ucs_list_head_init(&spec->claim.offers);
+    spec->claim.shmid = UCP_PROTO_SPEC_CLAIM_NONE;
+    spec->claim.cb_id = UCS_CALLBACKQ_ID_NULL;
+    spec->claim.delay = ucs_time_from_sec(spec->config.idle_copy_delay);
     worker->spec = spec;
     ucs_debug("spec: worker %p speculative rendezvous on, sender mask 0x%"
               PRIx64 " ignore mask 0x%" PRIx64, worker, sender_mask,
@@ -187,6 +195,7 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
                               &spec->cnt);
     }
 
+    ucp_proto_spec_claim_cleanup(spec);
     ucp_proto_spec_env_cleanup(spec);
     kh_destroy_inplace(ucp_proto_spec_peer, &spec->peers);
     UCS_STATS_NODE_FREE(spec->stats);
@@ -212,6 +221,7 @@ void ucp_proto_spec_ep_cleanup(ucp_ep_h ep)
     }
 
     ucp_proto_spec_recv_ep_cleanup(spec, ep);
+    ucp_proto_spec_claim_ep_cleanup(spec, ep);
     ucp_proto_spec_peer_forget(spec, ep);
 }
 

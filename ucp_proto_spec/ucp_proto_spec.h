@@ -60,6 +60,11 @@ struct ucp_ep_msg_config;
     /* no RTR: a receive ahead cannot count */ \
     _c(blocked,           "; blocked") \
     _c(early_progress,    "; early progress") \
+    /* shared memory: rendezvous copies offered to whichever side is idle \
+     * first; those this worker claimed, and those it found claimed */ \
+    _c(copy_offered,      "; copies offered") \
+    _c(copy_claimed,      "claimed") \
+    _c(copy_lost,         "lost") \
     /* bytes this worker added to the wire: RTR, RTR-ACK, REVOKE(-ACK), RTS \
      * trailers */ \
     _c(ctl_bytes,         "; control bytes")
@@ -93,6 +98,12 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq);
 void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
                                 ucp_request_t *rreq, const void *rts,
                                 size_t rts_length);
+
+/* ucp_tag_recv_common, when the receive matched an unexpected RTS: nonzero
+ * if the copy was offered to the sender instead of being made now (the
+ * caller then skips ucp_tag_rndv_matched) */
+int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
+                               const void *rts, size_t rts_length);
 
 /* ucp_request_cancel of an expected tag receive: nonzero if the cancel must
  * wait for the sender to confirm that no RTR behind it can be used */

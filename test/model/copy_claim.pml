@@ -1,50 +1,49 @@
 /*
- * ucx-spec: model of the idle-side copy on shared memory (issue 11's design,
- * ucp_proto_spec/README.md, "The idle side copies"), checked with spin by
- * test/model/run before the code exists, so that the code has a protocol
- * that is known to be right to follow.
+ * ucx-spec: model of the idle-side copy on shared memory
+ * (ucp_proto_spec/spec_claim.c; README.md there, "The idle side copies"),
+ * checked with spin by test/model/run.
  *
  * A rendezvous transfer whose two sides are both known is offered to both.
  * The initiator (the sender that took an RTR, or the receiver that matched
- * an RTS when it posted) publishes the transfer in its claim slot, a word of
- * (generation, state) that both processes map, and sends OFFER(generation)
- * to the peer on the ordered control path.  It does not claim it in the call
- * that offers it.  Afterwards, whichever side is in the library first with
- * the transfer pending claims it with one compare-and-swap, copies, and
- * stores DONE; the other completes when it reads DONE, or a later
- * generation: the initiator reuses the slot for its next transfer as soon
- * as it completed, possibly before the peer read OFFER.  The peer may stop
- * entering the library at any time (it computes forever); it never stops in
- * the middle of a copy, which is one call.
+ * an RTS when it posted) publishes the transfer in a slot of its claim page,
+ * a word of (generation, state) that both processes map, and sends
+ * OFFER(generation) to the peer on the ordered control path.  It does not
+ * claim in the call that offers.  At its next library entry, however late,
+ * it tries the claim once (compare-and-swap OFFERED -> CLAIMED) and frees
+ * the slot whatever it found: its next transfer reuses the slot with the
+ * next generation, possibly before the peer read this OFFER.  The peer
+ * queues an OFFER when its progress reads it and tries the claim at a later
+ * point of that progress or of a later one.  The winner copies (put or get,
+ * one call) and sends FIN (UCX's ATP or ATS) on the same path; the loser
+ * completes when FIN arrives.  The peer may stop entering the library at any
+ * time (it computes for ever); it never stops in the middle of a call.
  *
- * Every transfer has buffers of its own on both sides (all receives and
- * sends may be posted at once), and the copy moves two words, one step
- * each, so that a side that completes early shows up in the data: the
- * sender overwrites its buffer as soon as its request completes, and the
- * receiver checks its buffer when its request completes.
+ * Every transfer has buffers of its own on both sides, and the copy moves
+ * two words, one step each, so that a side that completes early shows up in
+ * the data: the sender overwrites its buffer as soon as its request
+ * completes, and the receiver checks its buffer when its request completes.
  *
- * With DEATH the peer may also die at any step, in the middle of a copy
- * too; the initiator learns it from UCX's endpoint error handling
- * (peer_dead) and fails the request of every transfer it cannot finish,
- * which then carries no data.
+ * With DEATH the peer may also die at any step, mid-copy too; the initiator
+ * learns it from UCX's endpoint error handling (peer_dead) and fails the
+ * request of a transfer it cannot finish, which then carries no data.
  *
- * INIT_SENDS=1: the sender initiates (an RTR was taken; the receiver copies
- * by CMA get when it claims).  INIT_SENDS=0: the receiver initiates (an RTS
- * matched at post; the sender copies by CMA put when it claims).
+ * INIT_SENDS=1: the sender initiates (an RTR was taken; the receiver gets
+ * when it claims).  INIT_SENDS=0: the receiver initiates (an RTS matched at
+ * post; the sender puts when it claims).
  *
  * Checked:
- *  - every transfer is copied exactly once (assertion);
+ *  - every transfer is copied exactly once (assertions);
  *  - no side completes before the copy is done, and nobody copies after a
  *    side completed (assertions on the data and in the copy);
  *  - no deadlock, and the initiator completes every transfer even when the
  *    peer stops entering the library (spin's invalid end states: the peer
- *    may end waiting for an OFFER, nowhere else).
+ *    may end anywhere in its loop, the initiator only when it is done).
  *
  * Seeded faults, each of which must make the check fail (test/model/run):
  *  NO_GEN       the claim compares the state only: a stale OFFER claims the
  *               slot's next transfer
- *  EARLY_DONE   the side that lost the claim completes when it sees the
- *               slot claimed, not done
+ *  EARLY_DONE   the side that lost the claim completes at once, without
+ *               waiting for the winner's FIN
  *  NO_CAS       the claim reads OFFERED, then writes its claim (two steps)
  *  INIT_WAITS   the initiator never claims: it waits for the peer
  *  NO_ERROR     (DEATH) a transfer the dead peer claimed is waited for
@@ -57,17 +56,17 @@
 #define INIT_SENDS 1
 #endif
 
-#define FREE    0
 #define OFFERED 1
-#define MINE    2      /* claimed by the initiator */
-#define PEERS   3      /* claimed by the peer */
-#define DONE    4
+#define CLAIMED 2
+
+mtype = { OFFER, FIN };
 
 /* The claim word: one 64-bit word in the implementation */
 byte gen   = 0;
-byte state = FREE;
+byte state = 0;
 
-chan offer = [T] of { byte };    /* OFFER(generation), initiator to peer */
+chan to_peer = [2 * T] of { mtype, byte }; /* OFFER(g), FIN(g) */
+chan to_init = [T] of { byte };            /* FIN(g) */
 
 /* Transfer g's buffers: two words each */
 byte src0[T + 1];
@@ -102,22 +101,27 @@ inline complete(is_sender, g)
     fi
 }
 
-#ifdef NO_CAS
-#define CLAIM(g, who) \
-    (gen == g && state == OFFERED) -> skip; \
-    state = who
-#else
 #ifdef NO_GEN
-#define CLAIM(g, who) atomic { (state == OFFERED) -> state = who }
+#define CAN_CLAIM(g) (state == OFFERED)
 #else
-#define CLAIM(g, who) atomic { (gen == g && state == OFFERED) -> state = who }
-#endif
+#define CAN_CLAIM(g) (gen == g && state == OFFERED)
 #endif
 
-#ifdef EARLY_DONE
-#define FINISHED(g) (gen != g || state != OFFERED)
+/* won = the compare-and-swap succeeded */
+#ifdef NO_CAS
+#define CLAIM(g, won) \
+    if \
+    :: CAN_CLAIM(g) -> state = CLAIMED; won = true \
+    :: else -> won = false \
+    fi
 #else
-#define FINISHED(g) (gen != g || state == DONE)
+#define CLAIM(g, won) \
+    atomic { \
+        if \
+        :: CAN_CLAIM(g) -> state = CLAIMED; won = true \
+        :: else -> won = false \
+        fi \
+    }
 #endif
 
 init
@@ -135,38 +139,45 @@ init
 proctype initiator()
 {
     byte g = 1;
+    bool won;
 
     do
     :: g <= T ->
        /* The call that offers: publishes, tells the peer, never claims */
        atomic { gen = g; state = OFFERED };
-       offer ! g;
+       to_peer ! OFFER, g;
 
-       /* Any later library entry, however late */
-       if
-#ifndef INIT_WAITS
-       :: CLAIM(g, MINE);
-          copy(g);
-          state = DONE
+       /* Its next library entry: one claim, then the slot is free */
+#ifdef INIT_WAITS
+       won = false;
+#else
+       CLAIM(g, won);
 #endif
-       :: FINISHED(g)
+       if
+       :: won ->
+          copy(g);
+          to_peer ! FIN, g
+       :: else ->
+#ifndef EARLY_DONE
+          if
+          :: to_init ? eval(g)
 #if defined(DEATH) && !defined(NO_ERROR)
-       :: peer_dead && state == PEERS ->
-          init_done[g] = true;   /* failed: no data, no check */
-          failed[g] = true;
-          g++;
-          goto next
+          :: peer_dead -> failed[g] = true
+#endif
+          fi
 #endif
        fi;
 
        init_done[g] = true;
-       complete(INIT_SENDS, g);
-       g++;
-next:  skip
+       if
+       :: !failed[g] -> complete(INIT_SENDS, g)
+       :: else -> skip
+       fi;
+       g++
     :: else -> break
     od;
 
-    /* every transfer was copied, the peer's ones included, unless it failed */
+    /* every transfer was copied, unless it failed with the dead peer */
     g = 1;
     do
     :: g <= T -> assert(copies[g] == 1 || failed[g]); g++
@@ -176,26 +187,46 @@ next:  skip
 
 proctype peer()
 {
-    byte g;
+    bool pend[T + 1];
+    byte npend = 0;
+    byte g, k;
+    bool won;
 
 #ifdef DEATH
     {
 #endif
 end:
     do
-    :: offer ? g ->
-       /* In the library: the AM handler of OFFER */
-       if
-       :: CLAIM(g, PEERS);
-          copy(g);
-          state = DONE
-       :: atomic { !(gen == g && state == OFFERED) -> skip };
-          /* lost the claim: complete at a later progress call */
-          FINISHED(g)
-       fi;
+    :: to_peer ? OFFER, g ->    /* progress reads it: queued */
+       pend[g] = true;
+       npend++
+    :: to_peer ? FIN, g ->      /* the initiator copied: ATP or ATS */
        peer_done[g] = true;
        complete(!INIT_SENDS, g)
-    :: break       /* computes forever, never enters the library again */
+    :: npend > 0 ->             /* the claim pass of a progress call */
+       k = 1;
+       do
+       :: (k <= T) && !pend[k] -> k++
+       :: else -> break
+       od;
+       pend[k] = false;
+       npend--;
+       CLAIM(k, won);
+       if
+       :: won ->
+          copy(k);
+          to_init ! k;
+          peer_done[k] = true;
+          complete(!INIT_SENDS, k)
+       :: else ->
+#ifdef EARLY_DONE
+          peer_done[k] = true;
+          complete(!INIT_SENDS, k)
+#else
+          skip               /* its FIN comes */
+#endif
+       fi
+    :: break       /* computes for ever, never enters the library again */
     od
 #ifdef DEATH
     } unless { peer_dead }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 
 #define TAG       0x1234000000000007ull
@@ -827,6 +828,278 @@ static void test_no_decline_unbalanced(void **state)
     assert_int_equal(S_DELTA(fx, rtr_used), 1);
 }
 
+/* The receive buffer still untouched: nobody copied yet */
+static void check_untouched(fx_t *fx, unsigned slot)
+{
+    size_t i;
+
+    for (i = 0; i < 2 * BIG; ++i) {
+        assert_int_equal(fx->rbuf[slot][i], 0xee);
+    }
+}
+
+/*
+ * The idle side copies (spec_claim.c).  Receiver first: the send that takes
+ * the RTR offers the copy and copies nothing.  Each test decides who enters
+ * UCP next with it pending; exactly one side claims and copies, the other
+ * completes on the ATS or ATP, and the peer that never comes back delays
+ * nothing.
+ */
+static void idle_rtr_offered(fx_t *fx, req_t **sr, req_t *rr, void **rreq)
+{
+    *rreq = post_recv(fx, 1, BIG, MASK_FULL, rr);
+    progress(&fx->s, 10);                   /* the RTR arrives */
+    *sr = post_send(fx, &fx->s, 1, BIG, 0); /* offers, copies nothing */
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, copy_offered), 1);
+    assert_false((*sr)->done);
+    check_untouched(fx, 1);
+}
+
+/* The receiver is next (it waits, the sender computes): it gets the data,
+ * and the sender, which never copied, completes on the ATS */
+static void test_idle_rtr_receiver_claims(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    idle_rtr_offered(fx, &sr, &rr, &rreq);
+    progress(&fx->r, 10);
+    assert_true(rr.done);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(rr.info.length, BIG);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
+    assert_false(sr->done);
+
+    progress(&fx->s, 10);
+    assert_true(sr->done);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
+    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+    ucp_request_free(rreq);
+}
+
+/* The sender is next (the receiver computes for ever): it puts the data at
+ * its own next call; the receiver's claim, later, fails and the ATP that
+ * was already there completes it */
+static void test_idle_rtr_sender_claims(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    idle_rtr_offered(fx, &sr, &rr, &rreq);
+    progress(&fx->s, 10);
+    assert_true(sr->done);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    assert_false(rr.done);
+
+    progress(&fx->r, 10);
+    assert_true(rr.done);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 0);
+    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    ucp_request_free(rreq);
+}
+
+/* Sender first: the receive that matches the RTS at its post offers the
+ * copy (OFFER) and copies nothing */
+static void idle_rts_offered(fx_t *fx, req_t **sr, req_t *rr, void **rreq)
+{
+    *sr = post_send(fx, &fx->s, 1, BIG, 0);  /* RTS */
+    progress(&fx->r, 10);                    /* the RTS arrives, unexpected */
+    *rreq = post_recv(fx, 1, BIG, MASK_FULL, rr);
+    assert_int_equal(R_DELTA(fx, copy_offered), 1);
+    assert_false(rr->done);
+    assert_false((*sr)->done);
+    check_untouched(fx, 1);
+}
+
+/* The sender is next (it waits, the receiver computes): it puts the data
+ * into the receive buffer; the receiver completes on the ATP */
+static void test_idle_rts_sender_claims(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    idle_rts_offered(fx, &sr, &rr, &rreq);
+    progress(&fx->s, 10);
+    assert_true(sr->done);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    assert_false(rr.done);
+
+    progress(&fx->r, 10);
+    assert_true(rr.done);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(rr.info.length, BIG);
+    assert_int_equal(rr.info.sender_tag, TAG);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 0);
+    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    ucp_request_free(rreq);
+}
+
+/* The receiver is next (the sender computes for ever): it gets the data at
+ * its own next call; the sender's claim fails and the ATS completes it */
+static void test_idle_rts_receiver_claims(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    idle_rts_offered(fx, &sr, &rr, &rreq);
+    progress(&fx->r, 10);
+    assert_true(rr.done);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(rr.info.sender_tag, TAG);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
+    assert_false(sr->done);
+
+    progress(&fx->s, 10);
+    assert_true(sr->done);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
+    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+    ucp_request_free(rreq);
+}
+
+/* Several offers out at once, claimed by both sides in turn: each copied
+ * once, into its own buffer */
+static void test_idle_many(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr[4], rr[4];
+    void *rreq[4];
+    unsigned i;
+
+    for (i = 0; i < 4; ++i) {
+        rreq[i] = post_recv(fx, i + 1, BIG, MASK_FULL, &rr[i]);
+    }
+    progress(&fx->s, 10);
+    for (i = 0; i < 4; ++i) {
+        sr[i] = post_send(fx, &fx->s, i + 1, BIG, 0);
+    }
+    assert_int_equal(S_DELTA(fx, copy_offered), 4);
+    progress(&fx->r, 10);
+    for (i = 0; i < 4; ++i) {
+        wait_both(fx, &rr[i]);
+        wait_both(fx, sr[i]);
+        check_data(fx, i + 1, i + 1, BIG, BIG);
+        ucp_request_free(rreq[i]);
+    }
+    assert_int_equal(S_DELTA(fx, copy_claimed) + R_DELTA(fx, copy_claimed), 4);
+    assert_int_equal(S_DELTA(fx, copy_lost) + R_DELTA(fx, copy_lost), 4);
+}
+
+static int setup_early(void **state)
+{
+    int ret;
+
+    setenv("UCX_SPEC_EARLY_PROGRESS", "y", 1);
+    ret = setup(state);
+    setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1);
+    return ret;
+}
+
+/* The early progress pass of a later post is not idle: it claims nothing */
+static void test_idle_not_in_early_pass(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, *sr2, rr, rr2;
+    void *rreq, *rreq2;
+
+    idle_rtr_offered(fx, &sr, &rr, &rreq);
+    sr2 = post_send(fx, &fx->s, 2, BIG, 0);   /* its pass runs progress */
+    assert_true(S_DELTA(fx, early_progress) >= 1);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
+    check_untouched(fx, 1);
+
+    rreq2 = post_recv(fx, 2, BIG, MASK_FULL, &rr2);
+    wait_both(fx, &rr);
+    wait_both(fx, &rr2);
+    wait_both(fx, sr);
+    wait_both(fx, sr2);
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    ucp_request_free(rreq);
+    ucp_request_free(rreq2);
+}
+
+static int setup_delay(void **state)
+{
+    int ret;
+
+    setenv("UCX_SPEC_IDLE_COPY_DELAY", "50ms", 1);
+    ret = setup(state);
+    setenv("UCX_SPEC_IDLE_COPY_DELAY", "0", 1);
+    return ret;
+}
+
+/* The sender claims a copy it would put only once the offer is
+ * UCX_SPEC_IDLE_COPY_DELAY old: a waiting receiver gets its own first */
+static void test_idle_sender_delay(void **state)
+{
+    fx_t *fx = *state;
+    struct timespec t0, t1;
+    req_t *sr, rr;
+    void *rreq;
+    double ms;
+    int spin;
+
+    idle_rtr_offered(fx, &sr, &rr, &rreq);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    progress(&fx->s, 10);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
+    check_untouched(fx, 1);
+
+    /* the receiver never comes: the sender still finishes, after the delay */
+    for (spin = 0; !sr->done && (spin < 100 * SPIN_MAX); ++spin) {
+        ucp_worker_progress(fx->s.worker);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(sr->done);
+    ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    assert_true(ms >= 45);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    check_data(fx, 1, 1, BIG, BIG);
+
+    wait_both(fx, &rr);
+    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    ucp_request_free(rreq);
+}
+
+static int setup_no_idle_copy(void **state)
+{
+    int ret;
+
+    setenv("UCX_SPEC_IDLE_COPY", "n", 1);
+    ret = setup(state);
+    unsetenv("UCX_SPEC_IDLE_COPY");
+    return ret;
+}
+
+/* UCX_SPEC_IDLE_COPY=n: the sender copies, nothing is offered */
+static void test_no_idle_copy(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    progress(&fx->s, 10);
+    sr = post_send(fx, &fx->s, 1, BIG, 0);
+    progress(&fx->s, 10);
+    assert_true(sr->done);
+    check_data(fx, 1, 1, BIG, BIG);
+    wait_both(fx, &rr);
+    ucp_request_free(rreq);
+    assert_int_equal(S_DELTA(fx, copy_offered), 0);
+    assert_int_equal(R_DELTA(fx, copy_offered), 0);
+}
+
 static int run_group(const char *transports)
 {
     const struct CMUnitTest tests[] = {
@@ -849,6 +1122,14 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_decline_when_stopped_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_decline_after_fetch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_decline_unbalanced, setup_no_balance, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_rtr_receiver_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_rtr_sender_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_rts_sender_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_rts_receiver_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
+        cmocka_unit_test_setup_teardown(test_no_idle_copy, setup_no_idle_copy, teardown),
     };
     size_t count = sizeof(tests) / sizeof(tests[0]);
     char name[64];
@@ -868,6 +1149,7 @@ int main(void)
     setenv("UCX_SPEC_ADAPT_MIN_SAMPLE", "4", 1);
     setenv("UCX_SPEC_ADAPT_BACKOFF", "2", 1);
     setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1); /* the test owns progress */
+    setenv("UCX_SPEC_IDLE_COPY_DELAY", "0", 1); /* and time */
 
     rc |= run_group("posix,cma");
     rc |= run_group("specrdv");

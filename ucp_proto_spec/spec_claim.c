@@ -1,0 +1,506 @@
+/**
+ * ucx-spec: on shared memory, the idle side copies.
+ *
+ * A rendezvous copy between two processes of one node costs a CPU, and the
+ * protocol decides whose: stock UCX has the receiver get when it reaches its
+ * wait, a taken RTR has the sender put inside its send call.  Here the side
+ * that learns both buffers first (a send that takes an RTR, a receive that
+ * matches an RTS at post) offers the copy instead of making it: it publishes
+ * a word in its claim page, generation | OFFERED, and tells the peer (the
+ * RTR-ACK's tail, or OFFER).  Whichever side's progress comes first with the
+ * offer pending claims it with one compare-and-swap and copies the way UCX
+ * would: the sender through UCX's RTR handler (put, then ATP), the receiver
+ * through ucp_rndv_receive (get, then ATS).  The other side's request
+ * completes on that ATP or ATS, which the copier sends right after its copy,
+ * so nobody waits for the other's next call.  The offering side claims at
+ * its own next progress whatever the peer does: a peer that computes for
+ * ever delays nothing.  The early progress pass at post never claims.
+ *
+ * Only a successful claim proves that no copy was made, hence that the
+ * requests it names are alive; a lost claim touches nothing of them.  The
+ * generation keeps an old offer from claiming a reused slot.  The page is a
+ * System V segment removed at creation (gone with the last process that
+ * attached it), attached by a peer at its first offer from us.
+ *
+ * test/model/copy_claim.pml checks the protocol; README.md, "The idle side
+ * copies", says why it lives in UCP rather than in a transport.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_int.h"
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/proto/proto_am.inl>
+#include <ucs/arch/atomic.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/time/time.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+
+
+#define UCP_PROTO_SPEC_CLAIM_SLOTS   512 /* one page of words */
+#define UCP_PROTO_SPEC_CLAIM_OFFERED 1
+#define UCP_PROTO_SPEC_CLAIM_CLAIMED 2
+#define UCP_PROTO_SPEC_CLAIM_STATE   3
+#define UCP_PROTO_SPEC_CLAIM_GEN     4   /* one generation */
+#define UCP_PROTO_SPEC_CLAIM_FAILED  (-2)
+
+/* An offer pending on this worker, ours or the peer's */
+typedef struct {
+    ucs_list_link_t   list;
+    ucp_ep_h          ep;
+    volatile uint64_t *word;
+    uint64_t          offered;
+    int               own;      /* a slot of our page: freed once tried */
+    uint32_t          slot;
+    ucp_request_t     *rreq;    /* get: the receive and the carrier whose */
+    ucp_request_t     *carrier; /* id an ATP would name; NULL: put */
+    ucs_time_t        time;     /* pushed */
+    size_t            length;
+    uint8_t           data[];   /* put: RTR header + key; get: RTS + key */
+} ucp_proto_spec_offer_t;
+
+
+int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
+{
+    const ucp_ep_config_t *config = ucp_ep_config(ep);
+    ucp_lane_index_t put          = config->rndv.put_zcopy.lanes[0];
+    ucp_lane_index_t get          = config->rndv.get_zcopy.lanes[0];
+
+    /* RDMA: the NIC copies, nobody's CPU; put-only scheme: no key to get */
+    return spec->config.idle_copy && (put != UCP_NULL_LANE) &&
+           (get != UCP_NULL_LANE) &&
+           (ep->worker->context->config.ext.rndv_mode == UCP_RNDV_MODE_AUTO) &&
+           (ucp_ep_get_tl_rsc(ep, put)->dev_type == UCT_DEVICE_TYPE_SHM) &&
+           (ucp_ep_get_tl_rsc(ep, get)->dev_type == UCT_DEVICE_TYPE_SHM);
+}
+
+ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
+                                 const uct_mem_h *memh, void *buffer)
+{
+    ucp_memory_info_t mem_info = {
+        .type    = UCS_MEMORY_TYPE_HOST,
+        .sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN
+    };
+
+    return ucp_rkey_pack_uct(ep->worker->context, md_map, memh, &mem_info, 0,
+                             ucp_ep_config(ep)->uct_rkey_pack_flags, NULL,
+                             buffer);
+}
+
+static ucs_status_t ucp_proto_spec_claim_page_create(ucp_proto_spec_worker_t *spec)
+{
+    size_t size = UCP_PROTO_SPEC_CLAIM_SLOTS * sizeof(uint64_t);
+    void *addr;
+    unsigned i;
+    int shmid;
+
+    spec->claim.shmid = UCP_PROTO_SPEC_CLAIM_FAILED;
+    spec->claim.free  = ucs_malloc(UCP_PROTO_SPEC_CLAIM_SLOTS *
+                                   sizeof(*spec->claim.free), "spec_claim_free");
+    if (spec->claim.free == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    shmid = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
+    if (shmid < 0) {
+        ucs_diag("spec: no claim page (shmget: %m): copies are not offered");
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    addr = shmat(shmid, NULL, 0);
+    /* removed at once: the kernel frees it with the last detach, even after
+     * a crash; Linux lets peers attach it until then */
+    shmctl(shmid, IPC_RMID, NULL);
+    if (addr == (void*)-1) {
+        ucs_diag("spec: no claim page (shmat: %m): copies are not offered");
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    for (i = 0; i < UCP_PROTO_SPEC_CLAIM_SLOTS; ++i) {
+        spec->claim.free[i] = UCP_PROTO_SPEC_CLAIM_SLOTS - 1 - i;
+    }
+
+    spec->claim.num_free = UCP_PROTO_SPEC_CLAIM_SLOTS;
+    spec->claim.words    = addr;
+    spec->claim.shmid    = shmid;
+    ucs_debug("spec: worker %p claim page shmid %d", spec->worker, shmid);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_proto_spec_claim_open(ucp_proto_spec_worker_t *spec,
+                                       ucp_proto_spec_claim_ref_t *ref)
+{
+    ucs_status_t status;
+    uint64_t word;
+    uint32_t slot;
+
+    if (spec->claim.shmid == UCP_PROTO_SPEC_CLAIM_NONE) {
+        status = ucp_proto_spec_claim_page_create(spec);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if ((spec->claim.shmid < 0) || (spec->claim.num_free == 0)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    slot = spec->claim.free[--spec->claim.num_free];
+    word = ((spec->claim.words[slot] & ~(uint64_t)UCP_PROTO_SPEC_CLAIM_STATE) +
+            UCP_PROTO_SPEC_CLAIM_GEN) | UCP_PROTO_SPEC_CLAIM_OFFERED;
+    /* the peer reads it after our message, which leaves after this store */
+    spec->claim.words[slot] = word;
+    ucs_memory_cpu_store_fence();
+
+    ref->shmid = spec->claim.shmid;
+    ref->slot  = slot;
+    ref->word  = word;
+    return UCS_OK;
+}
+
+/* Take the slot back from a peer that may hold the offer: nonzero if the
+ * peer claimed it first */
+static int ucp_proto_spec_claim_take(ucp_proto_spec_worker_t *spec,
+                                     uint32_t slot, uint64_t offered)
+{
+    int claimed;
+
+    claimed = ucs_atomic_bool_cswap64(&spec->claim.words[slot], offered,
+                                      (offered & ~(uint64_t)
+                                                 UCP_PROTO_SPEC_CLAIM_STATE) |
+                                      UCP_PROTO_SPEC_CLAIM_CLAIMED);
+    spec->claim.free[spec->claim.num_free++] = slot;
+    return !claimed;
+}
+
+void ucp_proto_spec_claim_close(ucp_proto_spec_worker_t *spec,
+                                const ucp_proto_spec_claim_ref_t *ref)
+{
+    ucp_proto_spec_offer_t *offer;
+
+    /* never told to the peer: nobody else can hold it */
+    if (!ucs_list_is_empty(&spec->claim.offers)) {
+        offer = ucs_list_tail(&spec->claim.offers, ucp_proto_spec_offer_t,
+                              list);
+        if (offer->own && (offer->slot == ref->slot)) {
+            ucs_list_del(&offer->list);
+            ucs_free(offer);
+        }
+    }
+
+    ucp_proto_spec_claim_take(spec, ref->slot, ref->word);
+}
+
+/* The peer's word, its page attached at the first offer from it */
+static volatile uint64_t *
+ucp_proto_spec_claim_peer_word(ucp_proto_spec_worker_t *spec,
+                               const ucp_proto_spec_claim_ref_t *ref)
+{
+    khiter_t iter;
+    void *addr;
+    int ret;
+
+    if (ref->slot >= UCP_PROTO_SPEC_CLAIM_SLOTS) {
+        return NULL;
+    }
+
+    iter = kh_get(ucp_proto_spec_page, &spec->claim.peers, ref->shmid);
+    if (iter != kh_end(&spec->claim.peers)) {
+        addr = kh_value(&spec->claim.peers, iter);
+    } else {
+        /* a page we keep attached cannot be freed, so its id is not reused */
+        addr = shmat(ref->shmid, NULL, 0);
+        if (addr == (void*)-1) {
+            ucs_diag("spec: cannot attach the peer's claim page %d (%m): "
+                     "its offers are left to it", ref->shmid);
+            return NULL;
+        }
+
+        iter = kh_put(ucp_proto_spec_page, &spec->claim.peers, ref->shmid,
+                      &ret);
+        if (ret < 0) {
+            shmdt(addr);
+            return NULL;
+        }
+        kh_value(&spec->claim.peers, iter) = addr;
+    }
+
+    return (volatile uint64_t*)addr + ref->slot;
+}
+
+static unsigned ucp_proto_spec_claim_progress(void *arg);
+
+static ucp_proto_spec_offer_t *
+ucp_proto_spec_offer_new(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                         const ucp_proto_spec_claim_ref_t *ref, size_t length)
+{
+    ucp_proto_spec_offer_t *offer;
+    volatile uint64_t *word;
+    int own;
+
+    own  = (ref->shmid == spec->claim.shmid);
+    word = own ? &spec->claim.words[ref->slot] :
+                 ucp_proto_spec_claim_peer_word(spec, ref);
+    if (word == NULL) {
+        return NULL; /* the offering side copies at its next call */
+    }
+
+    offer = ucs_malloc(sizeof(*offer) + length, "spec_offer");
+    if (offer == NULL) {
+        return NULL;
+    }
+
+    offer->ep      = ep;
+    offer->word    = word;
+    offer->offered = ref->word;
+    offer->own     = own;
+    offer->slot    = ref->slot;
+    offer->length  = length;
+    offer->rreq    = NULL;
+    offer->carrier = NULL;
+    return offer;
+}
+
+static void ucp_proto_spec_offer_push(ucp_proto_spec_worker_t *spec,
+                                      ucp_proto_spec_offer_t *offer)
+{
+    offer->time = ucs_get_time();
+    ucs_list_add_tail(&spec->claim.offers, &offer->list);
+    uct_worker_progress_register_safe(spec->worker->uct,
+                                      ucp_proto_spec_claim_progress, spec, 0,
+                                      &spec->claim.cb_id);
+}
+
+ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
+                                      ucp_ep_h ep,
+                                      const ucp_proto_spec_claim_ref_t *ref,
+                                      const ucp_rndv_rtr_hdr_t *rtr,
+                                      const void *rkey, size_t rkey_length)
+{
+    ucp_proto_spec_offer_t *offer;
+
+    offer = ucp_proto_spec_offer_new(spec, ep, ref, sizeof(*rtr) + rkey_length);
+    if (offer == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memcpy(offer->data, rtr, sizeof(*rtr));
+    memcpy(offer->data + sizeof(*rtr), rkey, rkey_length);
+    ucp_proto_spec_offer_push(spec, offer);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
+                                      ucp_ep_h ep,
+                                      const ucp_proto_spec_claim_ref_t *ref,
+                                      ucp_request_t *rreq,
+                                      ucp_request_t *carrier,
+                                      const ucp_rndv_rts_hdr_t *rts,
+                                      const void *rkey, size_t rkey_length)
+{
+    ucp_proto_spec_offer_t *offer;
+
+    offer = ucp_proto_spec_offer_new(spec, ep, ref, sizeof(*rts) + rkey_length);
+    if (offer == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    offer->rreq    = rreq;
+    offer->carrier = carrier;
+    memcpy(offer->data, rts, sizeof(*rts));
+    memcpy(offer->data + sizeof(*rts), rkey, rkey_length);
+    ucp_proto_spec_offer_push(spec, offer);
+    return UCS_OK;
+}
+
+/* Claimed: no copy was made, so the requests are alive; copy as UCX would */
+static void ucp_proto_spec_offer_copy(ucp_proto_spec_worker_t *spec,
+                                      ucp_proto_spec_offer_t *offer)
+{
+    const ucp_rndv_rts_hdr_t *rts;
+
+    if (offer->carrier == NULL) {
+        /* put into the receive buffer; the ATP completes the receive */
+        ucp_am_handlers[UCP_AM_ID_RNDV_RTR]->cb(spec->worker, offer->data,
+                                                 offer->length, 0);
+        return;
+    }
+
+    /* get from the send buffer; the ATS completes the send.  No ATP will
+     * name the carrier now. */
+    rts = (const ucp_rndv_rts_hdr_t*)offer->data;
+    ucp_trace_req(offer->rreq, "spec: claimed the copy, get %zu bytes",
+                  rts->size);
+    ucp_send_request_id_release(offer->carrier);
+    ucp_request_put(offer->carrier);
+    ucp_request_recv_buffer_dereg(offer->rreq);
+    ucp_rndv_receive(spec->worker, offer->rreq, rts, rts + 1);
+}
+
+static int ucp_proto_spec_offer_claim(ucp_proto_spec_offer_t *offer)
+{
+    uint64_t claimed = (offer->offered &
+                        ~(uint64_t)UCP_PROTO_SPEC_CLAIM_STATE) |
+                       UCP_PROTO_SPEC_CLAIM_CLAIMED;
+
+    return ucs_atomic_bool_cswap64(offer->word, offer->offered, claimed);
+}
+
+/* One claim attempt, whatever it finds; our slot is free after it */
+static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
+                                         ucp_proto_spec_offer_t *offer)
+{
+    int claimed;
+
+    if (offer->ep->flags & (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSED)) {
+        claimed = 0; /* its requests are purged */
+        if (offer->own) {
+            ucp_proto_spec_claim_take(spec, offer->slot, offer->offered);
+        }
+    } else {
+        claimed = ucp_proto_spec_offer_claim(offer);
+        if (offer->own) {
+            spec->claim.free[spec->claim.num_free++] = offer->slot;
+        }
+    }
+
+    if (claimed) {
+        UCP_PROTO_SPEC_COUNT(spec, copy_claimed, 1);
+        ucp_proto_spec_offer_copy(spec, offer);
+    } else {
+        UCP_PROTO_SPEC_COUNT(spec, copy_lost, 1);
+    }
+
+    ucs_free(offer);
+    return claimed;
+}
+
+/*
+ * The claim pass.  What we receive we claim at once; what we send only once
+ * its offer is UCX_SPEC_IDLE_COPY_DELAY old.  When both processes wait (an
+ * exchange), each then gets its own data, in parallel, as stock UCX has it,
+ * instead of the first one there copying both ways while the other waits
+ * for it; a peer that has not claimed its copy by then is busy, and we copy
+ * for it.
+ */
+static unsigned ucp_proto_spec_claim_progress(void *arg)
+{
+    ucp_proto_spec_worker_t *spec = arg;
+    ucp_proto_spec_offer_t *offer;
+    UCS_LIST_HEAD(offers);
+    unsigned count = 0;
+    ucs_time_t now;
+
+    if (spec->early) {
+        return 0; /* the call that posts is not idle */
+    }
+
+    /* copies may complete requests whose callbacks post and offer again */
+    ucs_list_splice_tail(&offers, &spec->claim.offers);
+    ucs_list_head_init(&spec->claim.offers);
+
+    now = ucs_get_time();
+    while (!ucs_list_is_empty(&offers)) {
+        offer = ucs_list_extract_head(&offers, ucp_proto_spec_offer_t, list);
+        if ((offer->carrier != NULL) ||
+            ((now - offer->time) >= spec->claim.delay)) {
+            count += ucp_proto_spec_offer_try(spec, offer);
+        } else {
+            ucs_list_add_tail(&spec->claim.offers, &offer->list);
+        }
+    }
+
+    if (ucs_list_is_empty(&spec->claim.offers)) {
+        uct_worker_progress_unregister_safe(spec->worker->uct,
+                                            &spec->claim.cb_id);
+    }
+    return count;
+}
+
+/* OFFER: a receive matched our RTS at its post and offers the copy */
+static ucs_status_t
+ucp_proto_spec_offer_handler(void *arg, void *data, size_t length,
+                             unsigned flags)
+{
+    ucp_worker_h worker                   = arg;
+    ucp_proto_spec_worker_t *spec         = worker->spec;
+    const ucp_proto_spec_offer_hdr_t *hdr = data;
+    ucp_rndv_rtr_hdr_t rtr;
+    ucp_ep_h ep;
+
+    UCP_WORKER_GET_VALID_EP_BY_ID(&ep, worker, hdr->ep_id, return UCS_OK,
+                                  "SPEC_OFFER");
+    if (spec == NULL) {
+        return UCS_OK; /* never sent to a worker with speculation off */
+    }
+
+    rtr.sreq_id = hdr->sreq_id;
+    rtr.rreq_id = hdr->rreq_id;
+    rtr.address = hdr->address;
+    rtr.size    = hdr->length;
+    rtr.offset  = 0;
+    ucp_proto_spec_offer_put(spec, ep, &hdr->claim, &rtr, hdr + 1,
+                             length - sizeof(*hdr));
+    return UCS_OK;
+}
+
+void ucp_proto_spec_claim_ep_cleanup(ucp_proto_spec_worker_t *spec,
+                                     ucp_ep_h ep)
+{
+    ucp_proto_spec_offer_t *offer, *tmp;
+
+    ucs_list_for_each_safe(offer, tmp, &spec->claim.offers, list) {
+        if (offer->ep == ep) {
+            ucs_list_del(&offer->list);
+            if (offer->own) {
+                ucp_proto_spec_claim_take(spec, offer->slot, offer->offered);
+            }
+            ucs_free(offer);
+        }
+    }
+}
+
+void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec)
+{
+    ucp_proto_spec_offer_t *offer, *tmp;
+    void *addr;
+
+    ucs_list_for_each_safe(offer, tmp, &spec->claim.offers, list) {
+        ucs_free(offer);
+    }
+    uct_worker_progress_unregister_safe(spec->worker->uct, &spec->claim.cb_id);
+
+    kh_foreach_value(&spec->claim.peers, addr, shmdt(addr));
+    kh_destroy_inplace(ucp_proto_spec_page, &spec->claim.peers);
+    if (spec->claim.shmid >= 0) {
+        shmdt((void*)spec->claim.words);
+    }
+    ucs_free(spec->claim.free);
+}
+
+static void ucp_proto_spec_claim_dump(ucp_worker_h worker,
+                                      uct_am_trace_type_t type, uint8_t id,
+                                      const void *data, size_t length,
+                                      char *buffer, size_t max)
+{
+    const ucp_proto_spec_offer_hdr_t *hdr = data;
+
+    snprintf(buffer, max, "SPEC_OFFER sreq_id 0x%" PRIx64 " rreq_id 0x%"
+             PRIx64 " addr 0x%" PRIx64 " len %" PRIu64 " claim %d:%u:0x%"
+             PRIx64, hdr->sreq_id, hdr->rreq_id, hdr->address, hdr->length,
+             hdr->claim.shmid, hdr->claim.slot, hdr->claim.word);
+}
+
+UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_OFFER,
+              ucp_proto_spec_offer_handler, ucp_proto_spec_claim_dump, 0);
