@@ -241,9 +241,14 @@ ucp_proto_spec_claim_peer_word(ucp_proto_spec_worker_t *spec,
 
 static unsigned ucp_proto_spec_claim_progress(void *arg);
 
-static ucp_proto_spec_offer_t *
-ucp_proto_spec_offer_new(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
-                         const ucp_proto_spec_claim_ref_t *ref, size_t length)
+/* A pending offer, ours or the peer's: @a hdr and @a rkey are what the copy
+ * needs, UCX's RTR header (put) or RTS header (get) and the remote key */
+static ucs_status_t
+ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                         const ucp_proto_spec_claim_ref_t *ref,
+                         ucp_request_t *rreq, ucp_request_t *carrier,
+                         const void *hdr, size_t hdr_length,
+                         const void *rkey, size_t rkey_length)
 {
     ucp_proto_spec_offer_t *offer;
     volatile uint64_t *word;
@@ -253,12 +258,13 @@ ucp_proto_spec_offer_new(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     word = own ? &spec->claim.words[ref->slot] :
                  ucp_proto_spec_claim_peer_word(spec, ref);
     if (word == NULL) {
-        return NULL; /* the offering side copies at its next call */
+        return UCS_ERR_UNREACHABLE; /* the offering side copies itself */
     }
 
-    offer = ucs_malloc(sizeof(*offer) + length, "spec_offer");
+    offer = ucs_malloc(sizeof(*offer) + hdr_length + rkey_length,
+                       "spec_offer");
     if (offer == NULL) {
-        return NULL;
+        return UCS_ERR_NO_MEMORY;
     }
 
     offer->ep      = ep;
@@ -266,20 +272,18 @@ ucp_proto_spec_offer_new(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     offer->offered = ref->word;
     offer->own     = own;
     offer->slot    = ref->slot;
-    offer->length  = length;
-    offer->rreq    = NULL;
-    offer->carrier = NULL;
-    return offer;
-}
+    offer->rreq    = rreq;
+    offer->carrier = carrier;
+    offer->time    = ucs_get_time();
+    offer->length  = hdr_length + rkey_length;
+    memcpy(offer->data, hdr, hdr_length);
+    memcpy(offer->data + hdr_length, rkey, rkey_length);
 
-static void ucp_proto_spec_offer_push(ucp_proto_spec_worker_t *spec,
-                                      ucp_proto_spec_offer_t *offer)
-{
-    offer->time = ucs_get_time();
     ucs_list_add_tail(&spec->claim.offers, &offer->list);
     uct_worker_progress_register_safe(spec->worker->uct,
                                       ucp_proto_spec_claim_progress, spec, 0,
                                       &spec->claim.cb_id);
+    return UCS_OK;
 }
 
 ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
@@ -288,17 +292,8 @@ ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
                                       const ucp_rndv_rtr_hdr_t *rtr,
                                       const void *rkey, size_t rkey_length)
 {
-    ucp_proto_spec_offer_t *offer;
-
-    offer = ucp_proto_spec_offer_new(spec, ep, ref, sizeof(*rtr) + rkey_length);
-    if (offer == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    memcpy(offer->data, rtr, sizeof(*rtr));
-    memcpy(offer->data + sizeof(*rtr), rkey, rkey_length);
-    ucp_proto_spec_offer_push(spec, offer);
-    return UCS_OK;
+    return ucp_proto_spec_offer_add(spec, ep, ref, NULL, NULL, rtr,
+                                    sizeof(*rtr), rkey, rkey_length);
 }
 
 ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
@@ -309,19 +304,8 @@ ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length)
 {
-    ucp_proto_spec_offer_t *offer;
-
-    offer = ucp_proto_spec_offer_new(spec, ep, ref, sizeof(*rts) + rkey_length);
-    if (offer == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    offer->rreq    = rreq;
-    offer->carrier = carrier;
-    memcpy(offer->data, rts, sizeof(*rts));
-    memcpy(offer->data + sizeof(*rts), rkey, rkey_length);
-    ucp_proto_spec_offer_push(spec, offer);
-    return UCS_OK;
+    return ucp_proto_spec_offer_add(spec, ep, ref, rreq, carrier, rts,
+                                    sizeof(*rts), rkey, rkey_length);
 }
 
 /* Claimed: no copy was made, so the requests are alive; copy as UCX would */

@@ -856,6 +856,33 @@ static void idle_rtr_offered(fx_t *fx, req_t **sr, req_t *rr, void **rreq)
     check_untouched(fx, 1);
 }
 
+/* One side enters UCP first with the offer pending and copies (the receive
+ * buffer was untouched until then); the other, which did not call UCP
+ * meanwhile, finds the claim lost and completes on the ATP or ATS */
+static void idle_claimed(fx_t *fx, req_t *sr, req_t *rr, int receiver_claims)
+{
+    side_t *winner = receiver_claims ? &fx->r : &fx->s;
+    side_t *loser  = receiver_claims ? &fx->s : &fx->r;
+    req_t *won     = receiver_claims ? rr : sr;
+    req_t *lost    = receiver_claims ? sr : rr;
+
+    progress(winner, 10);
+    assert_true(won->done);
+    assert_int_equal(won->status, UCS_OK);
+    check_data(fx, 1, 1, BIG, BIG);
+    assert_false(lost->done);
+
+    progress(loser, 10);
+    assert_true(lost->done);
+    assert_int_equal(lost->status, UCS_OK);
+    assert_int_equal(rr->info.length, BIG);
+    assert_int_equal(rr->info.sender_tag, TAG);
+    assert_int_equal(S_DELTA(fx, copy_claimed), !receiver_claims);
+    assert_int_equal(R_DELTA(fx, copy_claimed), receiver_claims);
+    assert_int_equal(S_DELTA(fx, copy_lost), receiver_claims);
+    assert_int_equal(R_DELTA(fx, copy_lost), !receiver_claims);
+}
+
 /* The receiver is next (it waits, the sender computes): it gets the data,
  * and the sender, which never copied, completes on the ATS */
 static void test_idle_rtr_receiver_claims(void **state)
@@ -865,18 +892,7 @@ static void test_idle_rtr_receiver_claims(void **state)
     void *rreq;
 
     idle_rtr_offered(fx, &sr, &rr, &rreq);
-    progress(&fx->r, 10);
-    assert_true(rr.done);
-    assert_int_equal(rr.status, UCS_OK);
-    assert_int_equal(rr.info.length, BIG);
-    check_data(fx, 1, 1, BIG, BIG);
-    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
-    assert_false(sr->done);
-
-    progress(&fx->s, 10);
-    assert_true(sr->done);
-    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
-    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+    idle_claimed(fx, sr, &rr, 1);
     ucp_request_free(rreq);
 }
 
@@ -890,17 +906,7 @@ static void test_idle_rtr_sender_claims(void **state)
     void *rreq;
 
     idle_rtr_offered(fx, &sr, &rr, &rreq);
-    progress(&fx->s, 10);
-    assert_true(sr->done);
-    check_data(fx, 1, 1, BIG, BIG);
-    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
-    assert_false(rr.done);
-
-    progress(&fx->r, 10);
-    assert_true(rr.done);
-    assert_int_equal(rr.status, UCS_OK);
-    assert_int_equal(R_DELTA(fx, copy_claimed), 0);
-    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    idle_claimed(fx, sr, &rr, 0);
     ucp_request_free(rreq);
 }
 
@@ -926,19 +932,7 @@ static void test_idle_rts_sender_claims(void **state)
     void *rreq;
 
     idle_rts_offered(fx, &sr, &rr, &rreq);
-    progress(&fx->s, 10);
-    assert_true(sr->done);
-    check_data(fx, 1, 1, BIG, BIG);
-    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
-    assert_false(rr.done);
-
-    progress(&fx->r, 10);
-    assert_true(rr.done);
-    assert_int_equal(rr.status, UCS_OK);
-    assert_int_equal(rr.info.length, BIG);
-    assert_int_equal(rr.info.sender_tag, TAG);
-    assert_int_equal(R_DELTA(fx, copy_claimed), 0);
-    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    idle_claimed(fx, sr, &rr, 0);
     ucp_request_free(rreq);
 }
 
@@ -951,18 +945,7 @@ static void test_idle_rts_receiver_claims(void **state)
     void *rreq;
 
     idle_rts_offered(fx, &sr, &rr, &rreq);
-    progress(&fx->r, 10);
-    assert_true(rr.done);
-    assert_int_equal(rr.status, UCS_OK);
-    assert_int_equal(rr.info.sender_tag, TAG);
-    check_data(fx, 1, 1, BIG, BIG);
-    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
-    assert_false(sr->done);
-
-    progress(&fx->s, 10);
-    assert_true(sr->done);
-    assert_int_equal(S_DELTA(fx, copy_claimed), 0);
-    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+    idle_claimed(fx, sr, &rr, 1);
     ucp_request_free(rreq);
 }
 
