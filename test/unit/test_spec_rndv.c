@@ -1011,6 +1011,13 @@ static void test_idle_not_in_early_pass(void **state)
     ucp_request_free(rreq2);
 }
 
+static int under_valgrind(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+
+    return (preload != NULL) && (strstr(preload, "vgpreload") != NULL);
+}
+
 static int setup_delay(void **state)
 {
     int ret;
@@ -1045,7 +1052,11 @@ static void test_idle_sender_delay(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_true(sr->done);
     ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
-    assert_true(ms >= 45);
+    if (!under_valgrind()) {
+        /* UCX's clock (the TSC, calibrated at start) runs off under
+         * valgrind's emulation: the order still holds there, not the span */
+        assert_true(ms >= 45);
+    }
     assert_int_equal(S_DELTA(fx, copy_claimed), 1);
     check_data(fx, 1, 1, BIG, BIG);
 
