@@ -169,19 +169,24 @@ ucs_status_t ucp_proto_spec_claim_open(ucp_proto_spec_worker_t *spec,
     return UCS_OK;
 }
 
-/* Take the slot back from a peer that may hold the offer: nonzero if the
+/* The claim itself, by either side: nonzero if this call won it */
+static int ucp_proto_spec_claim_cas(volatile uint64_t *word, uint64_t offered)
+{
+    return ucs_atomic_bool_cswap64(word, offered,
+                                   (offered &
+                                    ~(uint64_t)UCP_PROTO_SPEC_CLAIM_STATE) |
+                                   UCP_PROTO_SPEC_CLAIM_CLAIMED);
+}
+
+/* Our slot back, after one claim on it: nonzero if we won it, zero if the
  * peer claimed it first */
 static int ucp_proto_spec_claim_take(ucp_proto_spec_worker_t *spec,
                                      uint32_t slot, uint64_t offered)
 {
-    int claimed;
+    int claimed = ucp_proto_spec_claim_cas(&spec->claim.words[slot], offered);
 
-    claimed = ucs_atomic_bool_cswap64(&spec->claim.words[slot], offered,
-                                      (offered & ~(uint64_t)
-                                                 UCP_PROTO_SPEC_CLAIM_STATE) |
-                                      UCP_PROTO_SPEC_CLAIM_CLAIMED);
     spec->claim.free[spec->claim.num_free++] = slot;
-    return !claimed;
+    return claimed;
 }
 
 void ucp_proto_spec_claim_close(ucp_proto_spec_worker_t *spec,
@@ -332,32 +337,23 @@ static void ucp_proto_spec_offer_copy(ucp_proto_spec_worker_t *spec,
     ucp_rndv_receive(spec->worker, offer->rreq, rts, rts + 1);
 }
 
-static int ucp_proto_spec_offer_claim(ucp_proto_spec_offer_t *offer)
-{
-    uint64_t claimed = (offer->offered &
-                        ~(uint64_t)UCP_PROTO_SPEC_CLAIM_STATE) |
-                       UCP_PROTO_SPEC_CLAIM_CLAIMED;
-
-    return ucs_atomic_bool_cswap64(offer->word, offer->offered, claimed);
-}
-
-/* One claim attempt, whatever it finds; our slot is free after it */
+/* One claim attempt, whatever it finds; our slot is free after it.  On a
+ * failed endpoint our own slot is still taken back, so that the peer cannot
+ * claim it, but nothing is copied: its requests are purged. */
 static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
                                          ucp_proto_spec_offer_t *offer)
 {
+    int failed = !!(offer->ep->flags &
+                    (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSED));
     int claimed;
 
-    if (offer->ep->flags & (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSED)) {
-        claimed = 0; /* its requests are purged */
-        if (offer->own) {
-            ucp_proto_spec_claim_take(spec, offer->slot, offer->offered);
-        }
+    if (offer->own) {
+        claimed = ucp_proto_spec_claim_take(spec, offer->slot, offer->offered);
     } else {
-        claimed = ucp_proto_spec_offer_claim(offer);
-        if (offer->own) {
-            spec->claim.free[spec->claim.num_free++] = offer->slot;
-        }
+        claimed = !failed &&
+                  ucp_proto_spec_claim_cas(offer->word, offer->offered);
     }
+    claimed = claimed && !failed;
 
     if (claimed) {
         UCP_PROTO_SPEC_COUNT(spec, copy_claimed, 1);
