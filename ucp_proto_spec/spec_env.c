@@ -33,7 +33,7 @@ void ucp_proto_spec_tx_env_remove(ucp_proto_spec_worker_t *spec,
     ucs_assert(iter != kh_end(&spec->tx));
     kh_del(ucp_proto_spec_tx, &spec->tx, iter);
     ucs_list_del(&env->lru);
-    --spec->tx_count;
+    --spec->head.tx_count;
     ucs_free(env);
 }
 
@@ -45,6 +45,14 @@ ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     ucp_proto_spec_tx_env_t *env;
     khiter_t iter;
     int ret;
+
+    /* A stream sends on one envelope: every tag send comes here */
+    if (!ucs_list_is_empty(&spec->tx_lru)) {
+        env = ucs_list_head(&spec->tx_lru, ucp_proto_spec_tx_env_t, lru);
+        if ((env->ep == ep) && (env->tag == key.tag)) {
+            return env;
+        }
+    }
 
     iter = kh_get(ucp_proto_spec_tx, &spec->tx, key);
     if (iter != kh_end(&spec->tx)) {
@@ -58,7 +66,7 @@ ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
         return NULL;
     }
 
-    if (spec->tx_count >= spec->config.env_max) {
+    if (spec->head.tx_count >= spec->config.env_max) {
         ucp_proto_spec_tx_env_remove(spec,
                                    ucs_list_tail(&spec->tx_lru,
                                                  ucp_proto_spec_tx_env_t,
@@ -85,7 +93,7 @@ ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     ucs_list_head_init(&env->rtrq);
     ucs_list_add_head(&spec->tx_lru, &env->lru);
     kh_val(&spec->tx, iter) = env;
-    ++spec->tx_count;
+    ++spec->head.tx_count;
     return env;
 }
 
@@ -136,7 +144,7 @@ static void ucp_proto_spec_rx_env_free(ucp_proto_spec_worker_t *spec,
     ucs_assert(iter != kh_end(&spec->rx));
     kh_del(ucp_proto_spec_rx, &spec->rx, iter);
     ucs_list_del(&env->lru);
-    --spec->rx_count;
+    --spec->head.rx_count;
     ucs_free(env);
 }
 
@@ -150,6 +158,16 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
     int ret;
 
     tag &= spec->env_mask;
+    /* every tag receive and every arrival comes here */
+    if (!ucs_list_is_empty(&spec->rx_lru)) {
+        env = ucs_list_head(&spec->rx_lru, ucp_proto_spec_rx_env_t, lru);
+        if (env->tag == tag) {
+            return env;
+        }
+    } else if (!create) {
+        return NULL;
+    }
+
     iter = kh_get(ucp_proto_spec_rx, &spec->rx, tag);
     if (iter != kh_end(&spec->rx)) {
         env = kh_val(&spec->rx, iter);
@@ -162,7 +180,7 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
         return NULL;
     }
 
-    if (spec->rx_count >= spec->config.env_max) {
+    if (spec->head.rx_count >= spec->config.env_max) {
         /* the least recently used entry that nothing pins */
         victim = NULL;
         for (link = spec->rx_lru.prev; link != &spec->rx_lru;
@@ -197,7 +215,7 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
     ucs_list_head_init(&env->cancels);
     ucs_list_add_head(&spec->rx_lru, &env->lru);
     kh_val(&spec->rx, iter) = env;
-    ++spec->rx_count;
+    ++spec->head.rx_count;
     return env;
 }
 

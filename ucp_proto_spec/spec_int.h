@@ -282,6 +282,7 @@ KHASH_INIT(ucp_proto_spec_page, int32_t, void*, 1, kh_int_hash_func,
 
 /* Per worker */
 typedef struct ucp_proto_spec_worker {
+    ucp_proto_spec_worker_head_t head;    /* first: the inline hooks read it */
     ucp_worker_h              worker;
     ucp_proto_spec_config_t   config;
     uint64_t                  env_mask;   /* tag bits that name an envelope */
@@ -291,8 +292,6 @@ typedef struct ucp_proto_spec_worker {
     khash_t(ucp_proto_spec_peer) peers;   /* see spec_send.c, decline */
     ucs_list_link_t           tx_lru;     /* most recent first */
     ucs_list_link_t           rx_lru;
-    unsigned                  tx_count;
-    unsigned                  rx_count;
     ucp_proto_spec_counters_t cnt;
     int                       early;      /* in the early progress pass */
     struct {

@@ -99,16 +99,16 @@ static ucp_ep_h ucp_proto_spec_rx_ep(ucp_proto_spec_worker_t *spec,
     return ep;
 }
 
-void ucp_proto_spec_recv_begin(ucp_worker_h worker, size_t count,
-                               const ucp_request_param_t *param,
-                               ucp_tag_t tag, ucp_tag_t tag_mask)
+void ucp_proto_spec_recv_begin_slow(ucp_worker_h worker, size_t count,
+                                    const ucp_request_param_t *param,
+                                    ucp_tag_t tag, ucp_tag_t tag_mask)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
     ucp_datatype_t datatype;
     ucp_proto_spec_rx_env_t *env;
     ucp_ep_h ep;
 
-    if ((spec == NULL) || !spec->config.early_progress ||
+    if (!spec->config.early_progress ||
         !ucp_proto_spec_specific(spec, tag_mask)) {
         return;
     }
@@ -338,7 +338,7 @@ static void ucp_proto_spec_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
     ucp_send_request_id_alloc(carrier);
 }
 
-void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
+void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
     ucp_proto_spec_rx_env_t *env;
@@ -347,11 +347,6 @@ void ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
     ucs_status_t status;
     ucp_ep_h ep;
     int ahead;
-
-    rreq->recv.spec = NULL;
-    if (spec == NULL) {
-        return;
-    }
 
     /* Sync sends, non-contiguous and non-host memory: ordinary path */
     if (!UCP_DT_IS_CONTIG(rreq->recv.datatype) ||
@@ -508,17 +503,13 @@ static void ucp_proto_spec_rts_arrived(ucp_proto_spec_worker_t *spec,
     }
 }
 
-void ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
-                                ucp_request_t *rreq, const void *rts,
-                                size_t rts_length)
+void ucp_proto_spec_msg_arrived_slow(ucp_worker_h worker, ucp_tag_t tag,
+                                     ucp_request_t *rreq, const void *rts,
+                                     size_t rts_length)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
     ucp_proto_spec_rreq_t *sr;
     ucp_proto_spec_rx_env_t *env;
-
-    if (spec == NULL) {
-        return;
-    }
 
     if ((rreq != NULL) && (rreq->recv.spec != NULL)) {
         /* The message is this receive's match, so its index is the RTR's:

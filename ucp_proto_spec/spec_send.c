@@ -342,17 +342,19 @@ size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length)
     return length + sizeof(trailer);
 }
 
-void ucp_proto_spec_send_done(ucp_ep_h ep, ucp_tag_t tag, ucs_status_ptr_t ret)
+/*
+ * An envelope is counted from its first rendezvous send on, whose RTS tells
+ * the receiver the numbering: before it the receiver knows no envelope and
+ * sends no RTR, so the eager sends of a stream need no count.  Not counting
+ * them is the forgetting that epochs already make safe (spec_env.c).
+ */
+void ucp_proto_spec_send_done_slow(ucp_ep_h ep, ucp_tag_t tag)
 {
     ucp_proto_spec_worker_t *spec = ep->worker->spec;
     ucp_proto_spec_tx_env_t *env;
     uint64_t bit;
 
-    if ((spec == NULL) || UCS_PTR_IS_ERR(ret)) {
-        return; /* nothing left: the send takes no index */
-    }
-
-    env = ucp_proto_spec_tx_env_get(spec, ep, tag, 1);
+    env = ucp_proto_spec_tx_env_get(spec, ep, tag, 0);
     if (env == NULL) {
         return;
     }
@@ -409,14 +411,11 @@ ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
                                   },
                                   "SPEC_RTR");
 
-    env = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 1);
-    if (env == NULL) {
-        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_overflow, 1);
-        return UCS_OK;
-    }
-
+    /* no envelope: it was forgotten, and so the RTR's numbering with it */
+    env   = ucp_proto_spec_tx_env_get(spec, ep, hdr->tag, 0);
     index = hdr->pos & UCP_PROTO_SPEC_INDEX_MASK;
-    if ((hdr->pos & ~UCP_PROTO_SPEC_INDEX_MASK) != env->epoch) {
+    if ((env == NULL) ||
+        ((hdr->pos & ~UCP_PROTO_SPEC_INDEX_MASK) != env->epoch)) {
         UCP_PROTO_SPEC_COUNT(spec, rtr_drop_stale, 1);
         return UCS_OK;
     }

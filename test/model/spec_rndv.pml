@@ -23,6 +23,11 @@
  * of its receive and of those behind; it fails if one of them was taken,
  * or if a REVOKE cannot be sent (the receive then stays posted).
  *
+ * Message 0 is the first one after the envelope's first rendezvous send:
+ * the sender counts from that send on and its RTS tells the receiver the
+ * numbering (spec_send.c, spec_recv.c); before it the receiver knows no
+ * envelope and sends no RTR, so earlier messages play no part.
+ *
  * Seeded faults, each of which must make the check fail (test/model/run):
  *  NO_WILDCARD_BLOCK  an RTR is sent behind a wildcard
  *  NO_AHEAD           the index ignores the receives ahead

@@ -59,6 +59,7 @@ typedef struct {
 
 
 static const char *tls;
+static unsigned warmup_eager; /* eager messages before the envelope is known */
 
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
@@ -240,6 +241,15 @@ static int setup(void **state)
     open_side(&fx->r);
     connect_sides(&fx->s, &fx->r);
     connect_sides(&fx->r, &fx->s);
+
+    for (i = 0; i < warmup_eager; ++i) {
+        sr   = post_send(fx, &fx->s, 0, SMALL, 0);
+        rreq = post_recv(fx, 0, SMALL, MASK_FULL, &rr);
+        wait_both(fx, &rr);
+        wait_both(fx, sr);
+        ucp_request_free(rreq);
+        check_data(fx, 0, 0, SMALL, SMALL);
+    }
 
     /* Warm-up, sender first: the RTS teaches the receiver the envelope */
     sr = post_send(fx, &fx->s, 0, BIG, 0);
@@ -452,6 +462,24 @@ static void test_fig9_eager_predicted_ahead(void **state)
     assert_int_equal(S_DELTA(fx, rtr_used), 1);
     ucp_request_free(rreq1);
     ucp_request_free(rreq2);
+}
+
+/* The sender counts an envelope from its first rendezvous send on, and the
+ * receiver learns that numbering from the RTS: eager messages before it are
+ * counted by neither side, those after it by both */
+static int setup_eager_first(void **state)
+{
+    int ret;
+
+    warmup_eager = 3;
+    ret          = setup(state);
+    warmup_eager = 0;
+    return ret;
+}
+
+static void test_eager_before_envelope(void **state)
+{
+    test_fig9_eager_predicted_ahead(state);
 }
 
 /* Fig. 10 case 2 / Fig. 11: the receiver predicted rendezvous, the sender
@@ -1102,6 +1130,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_fig7_case2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fig9_wildcard_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fig9_eager_predicted_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eager_before_envelope, setup_eager_first, teardown),
         cmocka_unit_test_setup_teardown(test_fig10_mispredicted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fig10_rtr_late, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffer_larger, setup, teardown),
