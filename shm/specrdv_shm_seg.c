@@ -48,7 +48,8 @@ uct_specrdv_shm_seg_layout(const uct_specrdv_shm_seg_ctl_t *ctl,
     layout->ring_ctl = offset;
     offset          += ctl->num_rings * sizeof(uct_specrdv_shm_ring_ctl_t);
     layout->fifo     = offset;
-    offset          += (size_t)ctl->fifo_size * ctl->geom.slot_size;
+    offset          += (size_t)ctl->fifo_size *
+                       uct_specrdv_shm_fifo_elem_size(&ctl->geom);
     layout->rings    = offset;
     offset          += ctl->num_rings *
                        uct_specrdv_shm_seg_ring_bytes(&ctl->geom);

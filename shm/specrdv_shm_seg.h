@@ -111,10 +111,21 @@ int uct_specrdv_shm_seg_claim_peer(uct_specrdv_shm_seg_t *seg, uint64_t nonce);
 int uct_specrdv_shm_seg_claim_ring(uct_specrdv_shm_seg_t *seg, unsigned peer_id);
 
 
+/* A FIFO element carries whatever a ring slot carries, behind a longer
+ * header: a slot and one cache line */
+static UCS_F_ALWAYS_INLINE size_t
+uct_specrdv_shm_fifo_elem_size(const uct_specrdv_ring_geom_t *geom)
+{
+    UCS_STATIC_ASSERT(sizeof(uct_specrdv_shm_fifo_elem_t) <=
+                      UCS_SYS_CACHE_LINE_SIZE);
+    return geom->slot_size + UCS_SYS_CACHE_LINE_SIZE;
+}
+
 static UCS_F_ALWAYS_INLINE size_t
 uct_specrdv_shm_fifo_max_payload(const uct_specrdv_shm_seg_t *seg)
 {
-    return seg->ctl->geom.slot_size - sizeof(uct_specrdv_shm_fifo_elem_t);
+    return uct_specrdv_shm_fifo_elem_size(&seg->ctl->geom) -
+           sizeof(uct_specrdv_shm_fifo_elem_t);
 }
 
 static UCS_F_ALWAYS_INLINE uct_specrdv_shm_fifo_elem_t*
@@ -122,7 +133,7 @@ uct_specrdv_shm_fifo_elem(const uct_specrdv_shm_seg_t *seg, uint64_t pos)
 {
     return (uct_specrdv_shm_fifo_elem_t*)
            (seg->fifo + (pos & (seg->ctl->fifo_size - 1)) *
-                        seg->ctl->geom.slot_size);
+                        uct_specrdv_shm_fifo_elem_size(&seg->ctl->geom));
 }
 
 /* Elements of the FIFO that only control messages may take */

@@ -69,7 +69,7 @@ static void test_iface_open_query_close(void **state)
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_PENDING);
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
     /* the default slot holds 8 KiB and UCP's eager header */
-    assert_int_equal(attr.cap.am.max_bcopy, 8448 - 128 - 1);
+    assert_int_equal(attr.cap.am.max_bcopy, 8448 - 16 - 1);
     assert_true(attr.cap.am.max_short >= 8192 + sizeof(uint64_t));
     assert_int_not_equal(attr.iface_addr_len, 0);
     assert_true(attr.bandwidth.dedicated == 12179.0 * 1024 * 1024);
