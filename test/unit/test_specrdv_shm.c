@@ -196,6 +196,33 @@ static unsigned length_of(uint32_t seq)
     return (seq * 97) % 2000;
 }
 
+/* Send `count` messages of length(seq) in bursts of up to `burst`, one
+ * progress call after each, until the receiver has them all */
+static void send_bursts(fixture_t *f, receiver_t *r, uct_ep_h ep,
+                        uint32_t count, int burst,
+                        unsigned (*length)(uint32_t seq))
+{
+    uint32_t seq = 0;
+    ucs_status_t status;
+    int i;
+
+    while (seq < count) {
+        for (i = 0; (i < burst) && (seq < count); ++i) {
+            status = send_msg(ep, seq, length(seq));
+            if (status == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            assert_int_equal(status, UCS_OK);
+            ++seq;
+        }
+        uct_worker_progress(f->worker);
+    }
+
+    while (r->expected < count) {
+        assert_int_not_equal(uct_worker_progress(f->worker), 0);
+    }
+}
+
 /* Messages go out in bursts larger than the ring, so they cross between the
  * ring and the FIFO; every one must arrive once, in order and intact, and
  * none as a descriptor the user could keep: a kept slot would hold the
@@ -206,29 +233,11 @@ static void test_order_across_channels(void **state)
     fixture_t *f  = *state;
     receiver_t r  = {0};
     uct_iface_h sender, receiver;
-    uint32_t seq  = 0;
-    ucs_status_t status;
     uct_ep_h ep;
-    int burst;
 
     f->rx_headroom = 40;
     open_pair(f, &r, "4", "2", "4", &sender, &receiver, &ep);
-
-    while (seq < MAX_MSGS) {
-        for (burst = 0; (burst < 7) && (seq < MAX_MSGS); ++burst) {
-            status = send_msg(ep, seq, length_of(seq));
-            if (status == UCS_ERR_NO_RESOURCE) {
-                break;
-            }
-            assert_int_equal(status, UCS_OK);
-            ++seq;
-        }
-        uct_worker_progress(f->worker);
-    }
-
-    while (r.expected < MAX_MSGS) {
-        assert_int_not_equal(uct_worker_progress(f->worker), 0);
-    }
+    send_bursts(f, &r, ep, MAX_MSGS, 7, length_of);
 
     assert_int_equal(r.bad, 0);
     assert_int_equal(r.expected, MAX_MSGS);
@@ -240,7 +249,17 @@ static void test_order_across_channels(void **state)
 }
 
 /* The connection layer's counter of an interface */
-static uint64_t counter(uct_iface_h iface, int which);
+static uint64_t counter(uct_iface_h iface, int which)
+{
+    return uct_specrdv_iface_counters(iface)[which];
+}
+
+static unsigned largest_length;
+
+static unsigned length_largest(uint32_t seq)
+{
+    return largest_length;
+}
 
 /* The largest message the interface announces, by short, bcopy and zcopy,
  * in bursts larger than the ring: the fallback channel carries what a slot
@@ -251,31 +270,13 @@ static void test_largest_message_both_channels(void **state)
     receiver_t r = {0};
     uct_iface_h sender, receiver;
     uct_iface_attr_t attr;
-    uint32_t seq = 0, length;
-    ucs_status_t status;
     uct_ep_h ep;
-    int burst;
 
     open_pair(f, &r, "4", "1", "8", &sender, &receiver, &ep);
     assert_int_equal(uct_iface_query(sender, &attr), UCS_OK);
-    length = attr.cap.am.max_short - sizeof(msg_hdr_t);
-    assert_true(sizeof(msg_hdr_t) + length <= 16384);
-
-    while (seq < 60) {
-        for (burst = 0; (burst < 6) && (seq < 60); ++burst) {
-            status = send_msg(ep, seq, length);
-            if (status == UCS_ERR_NO_RESOURCE) {
-                break;
-            }
-            assert_int_equal(status, UCS_OK);
-            ++seq;
-        }
-        uct_worker_progress(f->worker);
-    }
-
-    while (r.expected < seq) {
-        assert_int_not_equal(uct_worker_progress(f->worker), 0);
-    }
+    largest_length = attr.cap.am.max_short - sizeof(msg_hdr_t);
+    assert_true(attr.cap.am.max_short <= 16384);
+    send_bursts(f, &r, ep, 60, 6, length_largest);
 
     assert_int_equal(r.bad, 0);
     assert_true(counter(sender, UCT_SPECRDV_CNT_TX_RING) > 0);
@@ -284,12 +285,6 @@ static void test_largest_message_both_channels(void **state)
     uct_ep_destroy(ep);
     uct_iface_close(sender);
     uct_iface_close(receiver);
-}
-
-/* The connection layer's counter of an interface */
-static uint64_t counter(uct_iface_h iface, int which)
-{
-    return uct_specrdv_iface_counters(iface)[which];
 }
 
 /* Send `count` messages through ep from *seq on, progressing the worker */
