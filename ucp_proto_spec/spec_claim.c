@@ -348,12 +348,12 @@ static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
     int claimed;
 
     if (offer->own) {
-        claimed = ucp_proto_spec_claim_take(spec, offer->slot, offer->offered);
+        claimed = ucp_proto_spec_claim_take(spec, offer->slot,
+                                            offer->offered) && !failed;
     } else {
         claimed = !failed &&
                   ucp_proto_spec_claim_cas(offer->word, offer->offered);
     }
-    claimed = claimed && !failed;
 
     if (claimed) {
         UCP_PROTO_SPEC_COUNT(spec, copy_claimed, 1);

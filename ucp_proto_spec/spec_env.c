@@ -164,8 +164,6 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
         if (env->tag == tag) {
             return env;
         }
-    } else if (!create) {
-        return NULL;
     }
 
     iter = kh_get(ucp_proto_spec_rx, &spec->rx, tag);

@@ -84,6 +84,9 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     uint64_t sender_mask;
     ucs_status_t status;
 
+    /* ucp_proto_spec_head() reads it through the worker's opaque pointer */
+    UCS_STATIC_ASSERT(ucs_offsetof(ucp_proto_spec_worker_t, head) == 0);
+
     ucp_proto_spec_hotbuf_worker_init(worker);
     worker->spec = NULL;
     if (!(context->config.features & UCP_FEATURE_TAG)) {

@@ -38,9 +38,9 @@ struct ucp_ep_msg_config;
     _c(rtr_recv,          "received") \
     _c(rtr_used,          "used") \
     /* dropped at the sender: its send had gone with an RTS, had gone eager \
-     * (misprediction), an old epoch or beyond the bitmap, the envelope \
-     * stopped by adaptation, buffer too small or sync send or not contig, \
-     * the RTR queue full */ \
+     * (misprediction), an old epoch, an envelope it no longer holds or \
+     * beyond the bitmap, the envelope stopped by adaptation, buffer too \
+     * small or sync send or not contig, the RTR queue full */ \
     _c(rtr_drop_crossed,  "dropped crossed") \
     _c(rtr_drop_eager,    "eager") \
     _c(rtr_drop_stale,    "stale") \
