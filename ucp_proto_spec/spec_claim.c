@@ -185,6 +185,8 @@ static int ucp_proto_spec_claim_take(ucp_proto_spec_worker_t *spec,
 {
     int claimed = ucp_proto_spec_claim_cas(&spec->claim.words[slot], offered);
 
+    ucs_assertv(spec->claim.num_free < UCP_PROTO_SPEC_CLAIM_SLOTS,
+                "spec: claim slot %u released twice", slot);
     spec->claim.free[spec->claim.num_free++] = slot;
     return claimed;
 }
@@ -250,16 +252,16 @@ static unsigned ucp_proto_spec_claim_progress(void *arg);
  * needs, UCX's RTR header (put) or RTS header (get) and the remote key */
 static ucs_status_t
 ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
-                         const ucp_proto_spec_claim_ref_t *ref,
+                         const ucp_proto_spec_claim_ref_t *ref, int own,
                          ucp_request_t *rreq, ucp_request_t *carrier,
                          const void *hdr, size_t hdr_length,
                          const void *rkey, size_t rkey_length)
 {
     ucp_proto_spec_offer_t *offer;
     volatile uint64_t *word;
-    int own;
 
-    own  = (ref->shmid == spec->claim.shmid);
+    /* a loopback peer's offer is in our page too, and is still not ours to
+     * free: only the caller knows which side it is */
     word = own ? &spec->claim.words[ref->slot] :
                  ucp_proto_spec_claim_peer_word(spec, ref);
     if (word == NULL) {
@@ -294,22 +296,22 @@ ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
 ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
                                       ucp_ep_h ep,
                                       const ucp_proto_spec_claim_ref_t *ref,
-                                      const ucp_rndv_rtr_hdr_t *rtr,
+                                      int own, const ucp_rndv_rtr_hdr_t *rtr,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, NULL, NULL, rtr,
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, NULL, NULL, rtr,
                                     sizeof(*rtr), rkey, rkey_length);
 }
 
 ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       ucp_ep_h ep,
                                       const ucp_proto_spec_claim_ref_t *ref,
-                                      ucp_request_t *rreq,
+                                      int own, ucp_request_t *rreq,
                                       ucp_request_t *carrier,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, rreq, carrier, rts,
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, rreq, carrier, rts,
                                     sizeof(*rts), rkey, rkey_length);
 }
 
@@ -430,7 +432,7 @@ ucp_proto_spec_offer_handler(void *arg, void *data, size_t length,
     rtr.address = hdr->address;
     rtr.size    = hdr->length;
     rtr.offset  = 0;
-    ucp_proto_spec_offer_put(spec, ep, &hdr->claim, &rtr, hdr + 1,
+    ucp_proto_spec_offer_put(spec, ep, &hdr->claim, 0, &rtr, hdr + 1,
                              length - sizeof(*hdr));
     return UCS_OK;
 }

@@ -358,9 +358,11 @@ void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
 int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec,
                                     ucp_ep_h ep);
 /* The offering side: a slot of its claim page (UCS_ERR_NO_RESOURCE: copy
- * now, as without), then its own offer_put/_get before the message goes,
- * and claim_close if the message cannot go.  The peer: offer_put/_get from
- * the message; a failure there leaves the copy to the offering side. */
+ * now, as without), then its own offer_put/_get (own = 1) before the message
+ * goes, and claim_close if the message cannot go.  The peer: offer_put/_get
+ * from the message (own = 0); a failure there leaves the copy to the
+ * offering side.  Only the caller knows which side it is: on a loopback
+ * endpoint the peer's offer names a slot of our own page. */
 ucs_status_t ucp_proto_spec_claim_open(ucp_proto_spec_worker_t *spec,
                                        ucp_proto_spec_claim_ref_t *ref);
 void ucp_proto_spec_claim_close(ucp_proto_spec_worker_t *spec,
@@ -368,12 +370,12 @@ void ucp_proto_spec_claim_close(ucp_proto_spec_worker_t *spec,
 ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
                                       ucp_ep_h ep,
                                       const ucp_proto_spec_claim_ref_t *ref,
-                                      const ucp_rndv_rtr_hdr_t *rtr,
+                                      int own, const ucp_rndv_rtr_hdr_t *rtr,
                                       const void *rkey, size_t rkey_length);
 ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       ucp_ep_h ep,
                                       const ucp_proto_spec_claim_ref_t *ref,
-                                      ucp_request_t *rreq,
+                                      int own, ucp_request_t *rreq,
                                       ucp_request_t *carrier,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length);

@@ -588,8 +588,8 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
 
     ucp_proto_spec_carrier_init(carrier, ep, rreq, NULL);
     rkey_length = rts_length - sizeof(*rts);
-    if (ucp_proto_spec_offer_get(spec, ep, &ref, rreq, carrier, rts, rts + 1,
-                                 rkey_length) != UCS_OK) {
+    if (ucp_proto_spec_offer_get(spec, ep, &ref, 1, rreq, carrier, rts,
+                                 rts + 1, rkey_length) != UCS_OK) {
         goto err_close;
     }
 
@@ -646,7 +646,7 @@ static void ucp_proto_spec_rtr_ack_offer(ucp_proto_spec_worker_t *spec,
     rts.address                     = offer->address;
     rts.size                        = hdr->length;
     rts.opcode                      = UCP_RNDV_RTS_TAG_OK;
-    ucp_proto_spec_offer_get(spec, ep, &offer->claim, rreq, carrier, &rts,
+    ucp_proto_spec_offer_get(spec, ep, &offer->claim, 0, rreq, carrier, &rts,
                              offer + 1,
                              length - sizeof(*hdr) - sizeof(*offer));
 }

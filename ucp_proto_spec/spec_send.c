@@ -221,7 +221,7 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
 
     rtr        = ucs_alloca(sizeof(*rtr) + entry->rkey_length);
     rtr_length = ucp_proto_spec_rtr_build(sreq, entry, rtr);
-    if (ucp_proto_spec_offer_put(spec, ep, &ref, rtr, rtr + 1,
+    if (ucp_proto_spec_offer_put(spec, ep, &ref, 1, rtr, rtr + 1,
                                  rtr_length - sizeof(*rtr)) != UCS_OK) {
         ucp_proto_spec_claim_close(spec, &ref);
         return 0;

@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     side_t                    s, r;    /* sender, receiver */
     side_t                    s2;      /* a second sender, if opened */
+    ucp_ep_h                  loop;    /* s to itself, if opened */
     ucp_proto_spec_counters_t s0, r0;  /* counters after the warm-up */
     uint8_t                  *sbuf[MAX_MSGS];
     uint8_t                  *rbuf[MAX_MSGS];
@@ -267,7 +268,7 @@ static int setup(void **state)
     return 0;
 }
 
-static void close_side(side_t *side, side_t *peer)
+static void close_ep(side_t *side, ucp_ep_h ep, side_t *peer)
 {
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
@@ -275,18 +276,23 @@ static void close_side(side_t *side, side_t *peer)
     };
     ucs_status_ptr_t sp;
 
+    sp = ucp_ep_close_nbx(ep, &param);
+    while (UCS_PTR_IS_PTR(sp) &&
+           (ucp_request_check_status(sp) == UCS_INPROGRESS)) {
+        ucp_worker_progress(side->worker);
+        if (peer->worker != NULL) {
+            ucp_worker_progress(peer->worker);
+        }
+    }
+    if (UCS_PTR_IS_PTR(sp)) {
+        ucp_request_free(sp);
+    }
+}
+
+static void close_side(side_t *side, side_t *peer)
+{
     if (side->ep != NULL) {
-        sp = ucp_ep_close_nbx(side->ep, &param);
-        while (UCS_PTR_IS_PTR(sp) &&
-               (ucp_request_check_status(sp) == UCS_INPROGRESS)) {
-            ucp_worker_progress(side->worker);
-            if (peer->worker != NULL) {
-                ucp_worker_progress(peer->worker);
-            }
-        }
-        if (UCS_PTR_IS_PTR(sp)) {
-            ucp_request_free(sp);
-        }
+        close_ep(side, side->ep, peer);
     }
     ucp_worker_destroy(side->worker);
     ucp_cleanup(side->ctx);
@@ -319,6 +325,9 @@ static int teardown(void **state)
 
     if (fx->s2.worker != NULL) {
         close_side(&fx->s2, &fx->r);
+    }
+    if (fx->loop != NULL) {
+        close_ep(&fx->s, fx->loop, &fx->r);
     }
     close_side(&fx->s, &fx->r);
     close_side(&fx->r, &fx->s);
@@ -1005,6 +1014,52 @@ static void test_idle_many(void **state)
     assert_int_equal(S_DELTA(fx, copy_lost) + R_DELTA(fx, copy_lost), 4);
 }
 
+/* A loopback endpoint (MPI's send to its own rank): the receive that matches
+ * the RTS at post offers the copy to itself, so the offer and the peer's
+ * record of it name one word of one page.  The slot is freed once; a second
+ * release (both records taken as the page's owner) hands it to the next two
+ * offers at once, and one of those is then never copied. */
+static void test_idle_loopback(void **state)
+{
+    fx_t *fx = *state;
+    side_t loop;
+    req_t *sr[3], rr[3];
+    void *rreq[3];
+    unsigned i;
+
+    loop = fx->s;
+    connect_sides(&loop, &fx->s);
+    fx->loop = loop.ep;
+
+    sr[0] = post_send(fx, &loop, 1, BIG, 0); /* RTS to itself */
+    progress(&fx->s, 10);
+    rreq[0] = post_recv_side(fx, &fx->s, 1, BIG, MASK_FULL, &rr[0]);
+    assert_int_equal(S_DELTA(fx, copy_offered), 1);
+    wait_both(fx, &rr[0]);
+    wait_both(fx, sr[0]);
+    check_data(fx, 1, 1, BIG, BIG);
+    ucp_request_free(rreq[0]);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+
+    /* two offers out at once after it: two slots */
+    for (i = 1; i < 3; ++i) {
+        sr[i] = post_send(fx, &loop, i + 1, BIG, 0);
+    }
+    progress(&fx->s, 10);
+    for (i = 1; i < 3; ++i) {
+        rreq[i] = post_recv_side(fx, &fx->s, i + 1, BIG, MASK_FULL, &rr[i]);
+    }
+    assert_int_equal(S_DELTA(fx, copy_offered), 3);
+    for (i = 1; i < 3; ++i) {
+        wait_both(fx, &rr[i]);
+        wait_both(fx, sr[i]);
+        check_data(fx, i + 1, i + 1, BIG, BIG);
+        ucp_request_free(rreq[i]);
+    }
+    assert_int_equal(S_DELTA(fx, copy_claimed), 3);
+}
+
 static int setup_early(void **state)
 {
     int ret;
@@ -1150,6 +1205,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_idle_rts_sender_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_rts_receiver_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_loopback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
         cmocka_unit_test_setup_teardown(test_no_idle_copy, setup_no_idle_copy, teardown),
