@@ -71,12 +71,21 @@ UCS_CLASS_DECLARE(uct_specrdv_iface_t, uct_iface_ops_t*,
                   const uct_iface_config_t*);
 
 
+/* Fragments of a message larger than one active message start this far
+ * apart, less UCP's headers (multiples of 8 too) */
+#define UCT_SPECRDV_AM_ALIGN        8
+
 /* Largest message: peers with other slots are unreachable, so this holds for
- * every peer */
+ * every peer.  A slot carries a few bytes more, which the user is not
+ * offered: a consumer whose unpack cannot stop inside a basic element
+ * (MPICH's generic datatypes, through yaksa, lose the partial element) needs
+ * every fragment a multiple of the largest one, as UCX's own transports
+ * have it (posix and sysv carry 8256 B, self 8192 B). */
 static UCS_F_ALWAYS_INLINE size_t
 uct_specrdv_iface_max_payload(const uct_specrdv_iface_t *iface)
 {
-    return uct_specrdv_conns_max_payload(&iface->conns);
+    return ucs_align_down(uct_specrdv_conns_max_payload(&iface->conns),
+                          UCT_SPECRDV_AM_ALIGN);
 }
 
 /* What every writer's interface offers: active messages through the rings

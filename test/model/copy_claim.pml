@@ -5,13 +5,17 @@
  *
  * A rendezvous transfer whose two sides are both known is offered to both.
  * The initiator (the sender that took an RTR, or the receiver that matched
- * an RTS when it posted) publishes the transfer in a slot of its claim page,
- * a word of (generation, state) that both processes map, and sends
- * OFFER(generation) to the peer on the ordered control path.  It does not
- * claim in the call that offers.  At its next library entry, however late,
- * it tries the claim once (compare-and-swap OFFERED -> CLAIMED) and frees
- * the slot whatever it found: its next transfer reuses the slot with the
- * next generation, possibly before the peer read this OFFER.  The peer
+ * an RTS when it posted) takes a free slot of its claim page, a word of
+ * (generation, state) that both processes map, publishes the transfer in it
+ * and sends OFFER(slot, generation) to the peer on the ordered control path.
+ * It does not claim in the call that offers, and may offer further
+ * transfers, in other slots, before it claims.  At a later library entry,
+ * however late, it tries the claim of its oldest offer once (compare-and-
+ * swap OFFERED -> CLAIMED) and frees the slot whatever it found: a later
+ * transfer reuses the slot with its own generation, possibly before the
+ * peer read this OFFER.  The slot is the initiator's alone to free: the
+ * peer's record of the offer names the same word (on a loopback endpoint,
+ * in the same process) and frees nothing.  The peer
  * queues an OFFER when its progress reads it and tries the claim at a later
  * point of that progress or of a later one.  The winner copies (put or get,
  * one call) and sends FIN (UCX's ATP or ATS) on the same path; the loser
@@ -33,6 +37,8 @@
  *
  * Checked:
  *  - every transfer is copied exactly once (assertions);
+ *  - a slot is taken only while free and freed only while taken, once per
+ *    transfer (assertions on the free list);
  *  - no side completes before the copy is done, and nobody copies after a
  *    side completed (assertions on the data and in the copy);
  *  - no deadlock, and the initiator completes every transfer even when the
@@ -47,10 +53,15 @@
  *  NO_CAS       the claim reads OFFERED, then writes its claim (two steps)
  *  INIT_WAITS   the initiator never claims: it waits for the peer
  *  NO_ERROR     (DEATH) a transfer the dead peer claimed is waited for
+ *  PEER_FREES   the peer frees the slot after its claim too, as both
+ *               records of a loopback offer once did (issue 28)
  */
 
 #ifndef T
-#define T 3            /* transfers through one claim slot, back to back */
+#define T 3            /* transfers, through S claim slots */
+#endif
+#ifndef S
+#define S 2            /* slots of the claim page: T > S recycles them */
 #endif
 #ifndef INIT_SENDS
 #define INIT_SENDS 1
@@ -61,9 +72,15 @@
 
 mtype = { OFFER, FIN };
 
-/* The claim word: one 64-bit word in the implementation */
-byte gen   = 0;
-byte state = 0;
+/* The claim page: one 64-bit word a slot in the implementation */
+byte gen[S];
+byte state[S];
+
+/* The initiator's free list of slots, and the slot of each transfer */
+byte free_slots[S];
+byte nfree = 0;
+bool taken[S];
+byte slot_of[T + 1];
 
 chan to_peer = [2 * T] of { mtype, byte }; /* OFFER(g), FIN(g) */
 chan to_init = [T] of { byte };            /* FIN(g) */
@@ -102,27 +119,46 @@ inline complete(is_sender, g)
 }
 
 #ifdef NO_GEN
-#define CAN_CLAIM(g) (state == OFFERED)
+#define CAN_CLAIM(s, g) (state[s] == OFFERED)
 #else
-#define CAN_CLAIM(g) (gen == g && state == OFFERED)
+#define CAN_CLAIM(s, g) (gen[s] == g && state[s] == OFFERED)
 #endif
 
-/* won = the compare-and-swap succeeded */
+/* won = the compare-and-swap on slot s succeeded */
 #ifdef NO_CAS
-#define CLAIM(g, won) \
+#define CLAIM(s, g, won) \
     if \
-    :: CAN_CLAIM(g) -> state = CLAIMED; won = true \
+    :: CAN_CLAIM(s, g) -> state[s] = CLAIMED; won = true \
     :: else -> won = false \
     fi
 #else
-#define CLAIM(g, won) \
+#define CLAIM(s, g, won) \
     atomic { \
         if \
-        :: CAN_CLAIM(g) -> state = CLAIMED; won = true \
+        :: CAN_CLAIM(s, g) -> state[s] = CLAIMED; won = true \
         :: else -> won = false \
         fi \
     }
 #endif
+
+/* claim_open and claim_take's release: a slot leaves and rejoins the list
+ * once per transfer; the list never holds more than the page */
+inline take_slot(s)
+{
+    assert(nfree > 0);
+    nfree--;
+    s = free_slots[nfree];
+    assert(!taken[s]);
+    taken[s] = true
+}
+
+inline free_slot(s)
+{
+    assert(taken[s] && nfree < S);
+    taken[s] = false;
+    free_slots[nfree] = s;
+    nfree++
+}
 
 init
 {
@@ -132,27 +168,43 @@ init
     :: g <= T -> src0[g] = g; src1[g] = g; g++
     :: else -> break
     od;
+    g = 0;
+    do
+    :: g < S -> free_slots[g] = g; g++
+    :: else -> break
+    od;
+    nfree = S;
     run initiator();
     run peer()
 }
 
 proctype initiator()
 {
-    byte g = 1;
+    byte next = 1;  /* the next transfer to offer */
+    byte g = 1;     /* the oldest offered, not yet claimed */
+    byte s;
     bool won;
 
     do
-    :: g <= T ->
-       /* The call that offers: publishes, tells the peer, never claims */
-       atomic { gen = g; state = OFFERED };
-       to_peer ! OFFER, g;
-
-       /* Its next library entry: one claim, then the slot is free */
+    :: (next <= T) && (nfree > 0) ->
+       /* The call that offers: a slot, published, the peer told; no claim */
+       atomic {
+           take_slot(s);
+           slot_of[next] = s;
+           gen[s] = next;
+           state[s] = OFFERED
+       };
+       to_peer ! OFFER, next;
+       next++
+    :: g < next ->
+       /* A later library entry: one claim, then the slot is free */
+       s = slot_of[g];
 #ifdef INIT_WAITS
        won = false;
 #else
-       CLAIM(g, won);
+       CLAIM(s, g, won);
 #endif
+       atomic { free_slot(s) };
        if
        :: won ->
           copy(g);
@@ -174,7 +226,7 @@ proctype initiator()
        :: else -> skip
        fi;
        g++
-    :: else -> break
+    :: g > T -> break
     od;
 
     /* every transfer was copied, unless it failed with the dead peer */
@@ -211,7 +263,10 @@ end:
        od;
        pend[k] = false;
        npend--;
-       CLAIM(k, won);
+       CLAIM(slot_of[k], k, won);
+#ifdef PEER_FREES
+       atomic { free_slot(slot_of[k]) };
+#endif
        if
        :: won ->
           copy(k);
