@@ -98,6 +98,8 @@ uct_specrdv_shm_fb_reserve(uct_specrdv_conns_t *conns,
             &tx->pos);
     if (ucs_likely(status == UCS_OK)) {
         tx->payload = uct_specrdv_shm_fifo_elem(&peer->seg, tx->pos) + 1;
+    } else if (status != UCS_ERR_NO_RESOURCE) {
+        uct_specrdv_peer_fail(conns, generic, status);
     }
     return status;
 }

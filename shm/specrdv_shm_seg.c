@@ -14,6 +14,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/sys.h>
+#include <inttypes.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <string.h>
@@ -191,6 +192,7 @@ ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
                                           unsigned spare, uint64_t *pos_p)
 {
     uint64_t pos = seg->ctl->fifo_head;
+    uint64_t head;
     int64_t diff;
 
     for (;;) {
@@ -212,6 +214,18 @@ ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
             }
         } else if (diff < 0) {
             return UCS_ERR_NO_RESOURCE;
+        } else {
+            /* Another producer took pos, and moved the head before it wrote
+             * the element.  A sequence ahead of a head that stayed is no
+             * producer's doing: the receiver's segment is corrupt, and
+             * waiting for the head would wait for ever */
+            ucs_memory_cpu_load_fence();
+            head = seg->ctl->fifo_head;
+            if (head == pos) {
+                ucs_error("specrdv: FIFO element %" PRIu64 " is ahead of its "
+                          "head by %" PRId64, pos, diff);
+                return UCS_ERR_IO_ERROR;
+            }
         }
         pos = seg->ctl->fifo_head;
     }

@@ -154,7 +154,8 @@ uct_specrdv_shm_fifo_free(uct_specrdv_shm_seg_t *seg, uint64_t pos,
 
 /**
  * Producer side of the FIFO: take a free element with @a spare free ones
- * after it and return its position, or UCS_ERR_NO_RESOURCE.  Fill the
+ * after it and return its position, or UCS_ERR_NO_RESOURCE, or
+ * UCS_ERR_IO_ERROR if the FIFO is corrupt.  Fill the
  * element's header and payload, then publish it with
  * uct_specrdv_shm_fifo_push().
  */

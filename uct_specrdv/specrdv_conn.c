@@ -314,8 +314,11 @@ ucs_status_t uct_specrdv_peer_tx_begin(uct_specrdv_conns_t *conns,
 
     tx->ctrl = 0;
     status   = conns->ops->fb_reserve(conns, peer, tx);
-    if (status != UCS_OK) {
-        goto no_resource;
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (status == UCS_ERR_NO_RESOURCE) {
+            goto no_resource;
+        }
+        return status; /* the writer failed the connection */
     }
 
     ++peer->fb_sends;

@@ -233,7 +233,9 @@ typedef struct uct_specrdv_wire_ops {
                                       uct_completion_t *comp);
 
     /* Fallback channel: room for one message of up to the ring's payload
-     * (tx->payload, tx->pos), or UCS_ERR_NO_RESOURCE; then send it */
+     * (tx->payload, tx->pos), or UCS_ERR_NO_RESOURCE, or another error once
+     * the writer failed the connection (a channel only a broken peer can
+     * leave in that state); then send it */
     ucs_status_t (*fb_reserve)(uct_specrdv_conns_t *conns,
                                uct_specrdv_peer_t *peer, uct_specrdv_tx_t *tx);
     void         (*fb_post)(uct_specrdv_conns_t *conns,

@@ -657,6 +657,52 @@ static void test_corrupt_slot_fails_only_its_sender(void **state)
     f->err_handler = NULL;
 }
 
+/* A FIFO element whose sequence runs ahead of a head that never moves is no
+ * producer's doing: the sender fails that connection instead of waiting for
+ * the head for ever */
+static void test_corrupt_fifo_fails_sender(void **state)
+{
+    fixture_t *f     = *state;
+    receiver_t r     = {0};
+    err_record_t rec = {0};
+    uct_specrdv_shm_iface_addr_t addr;
+    uct_specrdv_shm_seg_t seg;
+    uct_iface_h a, rcv;
+    uct_ep_h ep;
+    uint64_t head;
+
+    f->err_handler = err_handler;
+    f->err_arg     = &rec;
+    assert_int_equal(open_iface(f, &a, "RING_AFTER", "1000000", NULL), UCS_OK);
+    f->err_handler = NULL;
+    assert_int_equal(open_iface(f, &rcv, NULL), UCS_OK);
+    assert_int_equal(uct_iface_set_am_handler(rcv, AM_ID, am_handler, &r, 0),
+                     UCS_OK);
+    uct_iface_progress_enable(rcv, UCT_PROGRESS_RECV);
+    connect_ep(f, a, rcv, &ep);
+    assert_int_equal(send_msg(ep, 0, 16), UCS_OK);
+    progress_until(f, &r, 1);
+
+    assert_int_equal(uct_iface_get_address(rcv, (void*)&addr), UCS_OK);
+    assert_int_equal(uct_specrdv_shm_seg_attach(addr.shmid, addr.nonce, &seg),
+                     UCS_OK);
+    head = seg.ctl->fifo_head;
+    uct_specrdv_shm_fifo_elem(&seg, head)->seq = head + 3;
+
+    assert_int_equal(send_msg(ep, 1, 16), UCS_ERR_IO_ERROR);
+    assert_int_equal(rec.count, 1);
+    assert_ptr_equal(rec.ep, ep);
+    assert_int_equal(rec.status, UCS_ERR_IO_ERROR);
+    assert_int_equal(send_msg(ep, 1, 16), UCS_ERR_CONNECTION_RESET);
+    assert_int_equal(seg.ctl->fifo_head, head);
+
+    uct_specrdv_shm_fifo_elem(&seg, head)->seq = head;
+    uct_specrdv_shm_seg_detach(&seg);
+    uct_ep_destroy(ep);
+    uct_iface_close(rcv);
+    uct_iface_close(a);
+}
+
 /* put and get reach the peer's memory by address (here this process's) */
 static void test_cma_put_get(void **state)
 {
@@ -735,6 +781,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_slot_fails_only_its_sender,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_fifo_fails_sender, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_cma_put_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_slot_size_unreachable,
                                         setup, teardown),
