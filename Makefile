@@ -163,7 +163,7 @@ RDMA_MPI = $(BUILD_DIR)/test/rdma-mpi
 RDMA_MPI_PROGS = $(addprefix $(RDMA_MPI)/,pingpong_verify spec_stress \
                    alltoall_verify turns_verify barrier_skew \
                    hotbuf_stale pingpong_verify.mpich barrier_skew.mpich \
-                   hotbuf_stale.mpich ucp_fanin)
+                   hotbuf_stale.mpich dtype_verify.mpich ucp_fanin)
 # a UCP program: it loads whichever UCX LD_LIBRARY_PATH names
 $(RDMA_MPI)/ucp_fanin: $(REPO)/test/rdma/ucp_fanin.c $(BUILD_DIR)/.install-key
 	@mkdir -p $(@D)
