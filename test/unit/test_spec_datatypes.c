@@ -15,13 +15,8 @@
  * See file LICENSE for terms.
  */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "ucp_pair.h"
 
-#include <ucp/api/ucp.h>
 #include <ucp/spec/ucp_proto_spec.h>
 
 #include <stdio.h>
@@ -50,18 +45,6 @@ typedef struct {
     size_t       iovcnt;
     int          split;   /* unpack was asked to stop inside an element */
 } view_t;
-
-typedef struct {
-    ucp_context_h ctx;
-    ucp_worker_h  worker;
-    ucp_ep_h      ep;
-} side_t;
-
-typedef struct {
-    int                 done;
-    ucs_status_t        status;
-    ucp_tag_recv_info_t info;
-} req_t;
 
 typedef struct {
     const char *name;
@@ -229,73 +212,6 @@ static const ucp_generic_dt_ops_t gen_ops = {
 };
 
 
-static void send_cb(void *request, ucs_status_t status, void *user_data)
-{
-    req_t *r  = user_data;
-    r->done   = 1;
-    r->status = status;
-}
-
-static void recv_cb(void *request, ucs_status_t status,
-                    const ucp_tag_recv_info_t *info, void *user_data)
-{
-    req_t *r  = user_data;
-    r->done   = 1;
-    r->status = status;
-    r->info   = *info;
-}
-
-static void open_side(side_t *side)
-{
-    ucp_params_t params = {
-        .field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features   = UCP_FEATURE_TAG
-    };
-    ucp_worker_params_t wparams = {
-        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE
-    };
-    ucp_config_t *config;
-
-    assert_int_equal(ucp_config_read(NULL, NULL, &config), UCS_OK);
-    assert_int_equal(ucp_init(&params, config, &side->ctx), UCS_OK);
-    ucp_config_release(config);
-    assert_int_equal(ucp_worker_create(side->ctx, &wparams, &side->worker),
-                     UCS_OK);
-}
-
-static void connect_to(side_t *a, side_t *b)
-{
-    ucp_ep_params_t params = {
-        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-    };
-    ucp_address_t *addr;
-    size_t len;
-
-    assert_int_equal(ucp_worker_get_address(b->worker, &addr, &len), UCS_OK);
-    params.address = addr;
-    assert_int_equal(ucp_ep_create(a->worker, &params, &a->ep), UCS_OK);
-    ucp_worker_release_address(b->worker, addr);
-}
-
-static void close_side(side_t *side, side_t *peer)
-{
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags        = UCP_EP_CLOSE_FLAG_FORCE
-    };
-    ucs_status_ptr_t sp = ucp_ep_close_nbx(side->ep, &param);
-
-    while (UCS_PTR_IS_PTR(sp) &&
-           (ucp_request_check_status(sp) == UCS_INPROGRESS)) {
-        ucp_worker_progress(side->worker);
-        ucp_worker_progress(peer->worker);
-    }
-    if (UCS_PTR_IS_PTR(sp)) {
-        ucp_request_free(sp);
-    }
-}
-
 static void progress_both(side_t *s, side_t *r, int n)
 {
     while (n-- > 0) {
@@ -421,8 +337,8 @@ static void test_pass(void **state)
     }
     open_side(&s);
     open_side(&r);
-    connect_to(&s, &r);
-    connect_to(&r, &s);
+    connect_sides(&s, &r);
+    connect_sides(&r, &s);
     assert_int_equal(ucp_dt_create_generic(&gen_ops, NULL, &generic_dt),
                      UCS_OK);
 
@@ -461,10 +377,6 @@ static void test_pass(void **state)
     ucp_dt_destroy(generic_dt);
     close_side(&s, &r);
     close_side(&r, &s);
-    ucp_worker_destroy(s.worker);
-    ucp_worker_destroy(r.worker);
-    ucp_cleanup(s.ctx);
-    ucp_cleanup(r.ctx);
     if (pass->var != NULL) {
         unsetenv(pass->var);
     }
