@@ -18,7 +18,8 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
-        check-valgrind check-fuzz check-model check-mpi check-rdma stress-mpi \
+        check-valgrind check-fuzz check-model check-mpi check-conformance \
+        check-rdma stress-mpi \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
 
@@ -36,13 +37,16 @@ demo: build
 	@$(REPO)/contrib/demo $(PREFIX)
 
 # --------------------------------------------------------------------- tests
+# Every stage runs, a failed one too, and says what it cost: CI's budget is
+# measured stage by stage
+CHECK_STAGES = check-unit check-model check-fuzz check-integration check-mpi \
+               check-conformance check-gtest check-gtest-spec check-valgrind \
+               check-asan check-rdma check-rdma-asan
 check: build
-	@$(MAKE) --no-print-directory check-unit check-model check-fuzz \
-	    check-integration check-mpi check-gtest check-gtest-spec
-	@$(MAKE) --no-print-directory check-valgrind
-	@$(MAKE) --no-print-directory check-asan
-	@$(MAKE) --no-print-directory check-rdma
-	@$(MAKE) --no-print-directory check-rdma-asan
+	@rc=0; failed=; for s in $(CHECK_STAGES); do t0=$$(date +%s); \
+	    $(MAKE) --no-print-directory $$s || { rc=1; failed+=" $$s"; }; \
+	    echo "check: $$s took $$(( $$(date +%s) - t0 )) s"; done; \
+	[ $$rc = 0 ] || echo "check: FAILED:$$failed"; exit $$rc
 
 , := ,
 
@@ -51,6 +55,7 @@ check: build
 # compiler flags.
 define unit_rule
 $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
+                  $(REPO)/test/unit/ucp_pair.h \
                   $(REPO)/ucp_proto_spec/ucp_proto_spec.h $(1)/.install-key
 	@mkdir -p $$(@D)
 	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include \
@@ -106,6 +111,13 @@ check-mpi: build
 	@$(REPO)/contrib/install-deps mpi
 	@$(MAKE) --no-print-directory $(BARRIER_LIBS)
 	@$(CLEAN_ENV) $(REPO)/test/mpi/run $(PREFIX) $(BUILD_DIR)/test/mpi
+
+# MPICH's own test suite (pt2pt, rma, coll) through Debian's MPICH and Open
+# MPI, over specrdv and speculation on shared memory against posix+cma
+# (CONFORMANCE_FULL=1: every test, nightly)
+check-conformance: build
+	@$(REPO)/contrib/install-deps mpi
+	@$(CLEAN_ENV) $(REPO)/test/conformance/run $(PREFIX) $(BUILD_DIR)/conformance
 
 # The RDMA barrier for unchanged MPI programs (LD_PRELOAD), one library per
 # MPI, installed beside our UCX
