@@ -226,6 +226,8 @@ ucs_status_t uct_specrdv_shm_fifo_reserve(uct_specrdv_shm_seg_t *seg,
                           "head by %" PRId64, pos, diff);
                 return UCS_ERR_IO_ERROR;
             }
+            pos = head;
+            continue;
         }
         pos = seg->ctl->fifo_head;
     }
