@@ -411,7 +411,7 @@ static unsigned ucp_proto_spec_claim_progress(void *arg)
 }
 
 /* OFFER: a receive matched our RTS at its post and offers the copy */
-static ucs_status_t
+ucs_status_t
 ucp_proto_spec_offer_handler(void *arg, void *data, size_t length,
                              unsigned flags)
 {
@@ -470,19 +470,3 @@ void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec)
     }
     ucs_free(spec->claim.free);
 }
-
-static void ucp_proto_spec_claim_dump(ucp_worker_h worker,
-                                      uct_am_trace_type_t type, uint8_t id,
-                                      const void *data, size_t length,
-                                      char *buffer, size_t max)
-{
-    const ucp_proto_spec_offer_hdr_t *hdr = data;
-
-    snprintf(buffer, max, "SPEC_OFFER sreq_id 0x%" PRIx64 " rreq_id 0x%"
-             PRIx64 " addr 0x%" PRIx64 " len %" PRIu64 " claim %d:%u:0x%"
-             PRIx64, hdr->sreq_id, hdr->rreq_id, hdr->address, hdr->length,
-             hdr->claim.shmid, hdr->claim.slot, hdr->claim.word);
-}
-
-UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_OFFER,
-              ucp_proto_spec_offer_handler, ucp_proto_spec_claim_dump, 0);

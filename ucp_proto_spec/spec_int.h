@@ -43,6 +43,27 @@ enum {
     UCP_PROTO_SPEC_RTS_FLAG_RESUME = UCS_BIT(1)  /* resume-RTR (re-probe) */
 };
 
+/*
+ * ucx-spec's control messages, all under one UCP AM id (UCP_AM_ID_SPEC, the
+ * patch's only id: UCX 1.21 left five ids free below UCT's 32), named by a
+ * type byte after the message.  At the end rather than in front, so that each
+ * header keeps the alignment UCT gave the message.
+ *   _m(TYPE, name, header): ucp_proto_spec_<name>_handler() takes it
+ */
+#define UCP_PROTO_SPEC_MSGS(_m) \
+    _m(RTR,        rtr,        ucp_proto_spec_rtr_hdr_t)        /* send */  \
+    _m(RTR_ACK,    rtr_ack,    ucp_proto_spec_rtr_ack_hdr_t)    /* recv */  \
+    _m(REVOKE,     revoke,     ucp_proto_spec_revoke_hdr_t)     /* send */  \
+    _m(REVOKE_ACK, revoke_ack, ucp_proto_spec_revoke_ack_hdr_t) /* recv */  \
+    _m(OFFER,      offer,      ucp_proto_spec_offer_hdr_t)      /* claim */
+
+#define UCP_PROTO_SPEC_MSG_ENUM(_type, _name, _hdr) UCP_PROTO_SPEC_MSG_##_type,
+typedef enum {
+    UCP_PROTO_SPEC_MSGS(UCP_PROTO_SPEC_MSG_ENUM)
+    UCP_PROTO_SPEC_MSG_LAST
+} ucp_proto_spec_msg_type_t;
+#undef UCP_PROTO_SPEC_MSG_ENUM
+
 /* Appended to a tag RTS after the packed rkey */
 #define UCP_PROTO_SPEC_RTS_MAGIC    0x53504543u /* "SPEC" */
 typedef struct {
@@ -350,8 +371,21 @@ void ucp_proto_spec_report(ucp_worker_h worker,
                            size_t count, const void *cnt);
 
 /* spec_ctl.c: what both sides call */
-ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep, uint8_t am_id,
+ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
+                                     ucp_proto_spec_msg_type_t type,
                                      const void *hdr, size_t length);
+/* Ends a message of @a length bytes at @a dest with its type; the length to
+ * send (a message needs one byte more than its header and key) */
+size_t ucp_proto_spec_msg_seal(void *dest, size_t length,
+                               ucp_proto_spec_msg_type_t type);
+
+/* Each message's handler, called with the type byte taken off */
+#define UCP_PROTO_SPEC_MSG_HANDLER(_type, _name, _hdr) \
+    ucs_status_t ucp_proto_spec_##_name##_handler(void *arg, void *data, \
+                                                  size_t length, \
+                                                  unsigned flags);
+UCP_PROTO_SPEC_MSGS(UCP_PROTO_SPEC_MSG_HANDLER)
+#undef UCP_PROTO_SPEC_MSG_HANDLER
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
 
 /* spec_claim.c: the idle side copies */

@@ -192,7 +192,8 @@ static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
     hdr->address = (uintptr_t)rreq->recv.buffer;
     hdr->length  = rreq->recv.length;
     memcpy(hdr + 1, sr->rkey.buffer, sr->rkey.size);
-    return sizeof(*hdr) + sr->rkey.size;
+    return ucp_proto_spec_msg_seal(dest, sizeof(*hdr) + sr->rkey.size,
+                                   UCP_PROTO_SPEC_MSG_RTR);
 }
 
 static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
@@ -237,9 +238,10 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     }
 
     sr->rkey.size = packed;
-    status        = ucp_do_am_single(self, UCP_AM_ID_SPEC_RTR,
+    status        = ucp_do_am_single(self, UCP_AM_ID_SPEC,
                                      ucp_proto_spec_rtr_pack,
-                                     sizeof(ucp_proto_spec_rtr_hdr_t) + packed);
+                                     sizeof(ucp_proto_spec_rtr_hdr_t) + packed +
+                                     1);
     sr->rkey.buffer = NULL;
     if (status == UCS_ERR_NO_RESOURCE) {
         return status;
@@ -253,7 +255,7 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
 
     ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_OUT);
     UCP_PROTO_SPEC_COUNT(spec, ctl_bytes,
-                         sizeof(ucp_proto_spec_rtr_hdr_t) + packed);
+                         sizeof(ucp_proto_spec_rtr_hdr_t) + packed + 1);
     return UCS_OK;
 }
 
@@ -599,7 +601,7 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
     offer->address = (uintptr_t)rreq->recv.buffer;
     offer->length  = rts->size;
     offer->claim   = ref;
-    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_OFFER, offer,
+    if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_OFFER, offer,
                                 sizeof(*offer) + packed) != UCS_OK) {
         goto err_close;
     }
@@ -651,7 +653,7 @@ static void ucp_proto_spec_rtr_ack_offer(ucp_proto_spec_worker_t *spec,
                              length - sizeof(*hdr) - sizeof(*offer));
 }
 
-static ucs_status_t
+ucs_status_t
 ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
                                unsigned flags)
 {
@@ -729,7 +731,7 @@ static void ucp_proto_spec_finish_cancels(ucp_proto_spec_worker_t *spec,
     }
 }
 
-static ucs_status_t
+ucs_status_t
 ucp_proto_spec_revoke_ack_handler(void *arg, void *data, size_t length,
                                   unsigned flags)
 {
@@ -824,7 +826,7 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
         revoke.rreq_id = ucp_send_request_get_id(carrier);
         revoke.tag     = env->tag;
         revoke.pos     = sr->pos;
-        if (ucp_proto_spec_ctl_send(carrier->send.ep, UCP_AM_ID_SPEC_REVOKE,
+        if (ucp_proto_spec_ctl_send(carrier->send.ep, UCP_PROTO_SPEC_MSG_REVOKE,
                                     &revoke, sizeof(revoke)) != UCS_OK) {
             return ucp_proto_spec_cancel_fail(spec, env, rreq,
                                               "cannot send REVOKE");
@@ -919,31 +921,3 @@ void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
         ucp_proto_spec_finish_cancels(spec, env);
     }
 }
-
-
-static void ucp_proto_spec_recv_dump(ucp_worker_h worker,
-                                     uct_am_trace_type_t type, uint8_t id,
-                                     const void *data, size_t length,
-                                     char *buffer, size_t max)
-{
-    const ucp_proto_spec_rtr_ack_hdr_t *ack        = data;
-    const ucp_proto_spec_revoke_ack_hdr_t *rev_ack = data;
-
-    switch (id) {
-    case UCP_AM_ID_SPEC_RTR_ACK:
-        snprintf(buffer, max, "SPEC_RTR_ACK rreq_id 0x%" PRIx64 " tag %"
-                 PRIx64 " len %" PRIu64, ack->rreq_id, ack->tag, ack->length);
-        break;
-    case UCP_AM_ID_SPEC_REVOKE_ACK:
-        snprintf(buffer, max, "SPEC_REVOKE_ACK rreq_id 0x%" PRIx64 " tag %"
-                 PRIx64 " pos %" PRIx64, rev_ack->rreq_id, rev_ack->tag,
-                 rev_ack->pos);
-        break;
-    }
-}
-
-/* TAG only: Open MPI asks for UCP_FEATURE_TAG alone */
-UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR_ACK,
-              ucp_proto_spec_rtr_ack_handler, ucp_proto_spec_recv_dump, 0);
-UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE_ACK,
-              ucp_proto_spec_revoke_ack_handler, ucp_proto_spec_recv_dump, 0);

@@ -231,7 +231,7 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
     offer->sreq_id = ucp_send_request_get_id(sreq);
     offer->address = (uintptr_t)sreq->send.buffer;
     offer->claim   = ref;
-    if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, msg,
+    if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, msg,
                                 sizeof(*ack) + sizeof(*offer) + packed) !=
         UCS_OK) {
         ucp_proto_spec_claim_close(spec, &ref);
@@ -303,7 +303,7 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
     ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
                   pos, entry->rreq_id);
     if (!ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
-        if (ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_RTR_ACK, &ack,
+        if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
                                     sizeof(ack)) != UCS_OK) {
             ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
             goto out_rts;
@@ -386,7 +386,7 @@ static void ucp_proto_spec_count_late_rtr(ucp_proto_spec_worker_t *spec,
     }
 }
 
-static ucs_status_t
+ucs_status_t
 ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
                            unsigned flags)
 {
@@ -454,7 +454,7 @@ ucp_proto_spec_rtr_handler(void *arg, void *data, size_t length,
     return UCS_OK;
 }
 
-static ucs_status_t
+ucs_status_t
 ucp_proto_spec_revoke_handler(void *arg, void *data, size_t length,
                               unsigned flags)
 {
@@ -486,35 +486,6 @@ ucp_proto_spec_revoke_handler(void *arg, void *data, size_t length,
     ack.rreq_id = hdr->rreq_id;
     ack.tag     = hdr->tag;
     ack.pos     = hdr->pos;
-    ucp_proto_spec_ctl_send(ep, UCP_AM_ID_SPEC_REVOKE_ACK, &ack, sizeof(ack));
+    ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_REVOKE_ACK, &ack, sizeof(ack));
     return UCS_OK;
 }
-
-
-static void ucp_proto_spec_send_dump(ucp_worker_h worker,
-                                     uct_am_trace_type_t type, uint8_t id,
-                                     const void *data, size_t length,
-                                     char *buffer, size_t max)
-{
-    const ucp_proto_spec_rtr_hdr_t *rtr       = data;
-    const ucp_proto_spec_revoke_hdr_t *revoke = data;
-
-    switch (id) {
-    case UCP_AM_ID_SPEC_RTR:
-        snprintf(buffer, max, "SPEC_RTR tag %" PRIx64 " pos %" PRIx64
-                 " rreq_id 0x%" PRIx64 " addr 0x%" PRIx64 " len %" PRIu64,
-                 rtr->tag, rtr->pos, rtr->rreq_id, rtr->address, rtr->length);
-        break;
-    case UCP_AM_ID_SPEC_REVOKE:
-        snprintf(buffer, max, "SPEC_REVOKE tag %" PRIx64 " pos %" PRIx64
-                 " rreq_id 0x%" PRIx64, revoke->tag, revoke->pos,
-                 revoke->rreq_id);
-        break;
-    }
-}
-
-/* TAG only: Open MPI asks for UCP_FEATURE_TAG alone */
-UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_RTR, ucp_proto_spec_rtr_handler,
-              ucp_proto_spec_send_dump, 0);
-UCP_DEFINE_AM(UCP_FEATURE_TAG, UCP_AM_ID_SPEC_REVOKE,
-              ucp_proto_spec_revoke_handler, ucp_proto_spec_send_dump, 0);
