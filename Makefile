@@ -1,12 +1,25 @@
 #
-# ucx-spec: build UCX 1.13.1 with our extension, run the demonstration and the
+# ucx-spec: build UCX with our extension, run the demonstration and the
 # tests.  README gives the two commands a user needs: `make demo`, `make check`.
+#
+# UCX_VERSION picks the UCX (1.13.1, Debian 12's, by default; 1.18.1; 1.22.0),
+# UCX_TARBALLS a folder holding upstream's ucx-<version>.tar.gz.
 #
 
 SHELL      := /bin/bash
 REPO       := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+UCX_VERSION ?= 1.13.1
+# not UCX's variables: UCX would warn of them in every process it starts
+unexport UCX_VERSION UCX_TARBALLS
+BOOTSTRAP   = UCX_VERSION=$(UCX_VERSION) UCX_TARBALLS=$(UCX_TARBALLS) \
+              $(REPO)/contrib/ucx-bootstrap
+ifeq ($(UCX_VERSION),1.13.1)
 BUILD_DIR  ?= $(REPO)/build
 ASAN_DIR   ?= $(REPO)/build-asan
+else
+BUILD_DIR  ?= $(REPO)/build-$(UCX_VERSION)
+ASAN_DIR   ?= $(REPO)/build-asan-$(UCX_VERSION)
+endif
 PREFIX      = $(BUILD_DIR)/prefix
 GTEST_FILTER ?= specrdv/*
 
@@ -16,7 +29,7 @@ UNIT_NAMES := $(basename $(notdir $(UNIT_SRCS)))
 # Tests see only the configuration they set themselves.
 CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
-.PHONY: all build deps demo check check-unit check-integration check-asan \
+.PHONY: all build print-prefix deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-conformance \
         check-rdma stress-mpi \
@@ -29,7 +42,11 @@ deps:
 	@$(REPO)/contrib/install-deps build test
 
 build: deps
-	@BUILD_DIR=$(BUILD_DIR) $(REPO)/contrib/ucx-bootstrap
+	@BUILD_DIR=$(BUILD_DIR) $(BOOTSTRAP)
+
+# for scripts that drive a version's build from outside
+print-prefix:
+	@echo $(PREFIX)
 
 demo: build
 	@$(REPO)/contrib/install-deps bench mpi
@@ -59,7 +76,7 @@ $(1)/test/unit/%: $(REPO)/test/unit/%.c $(REPO)/test/unit/specrdv_fixture.h \
                   $(REPO)/ucp_proto_spec/ucp_proto_spec.h $(1)/.install-key
 	@mkdir -p $$(@D)
 	$$(CC) -g -O1 -Wall -Werror $(2) -I$(1)/prefix/include \
-	    -I$(1)/ucx-1.13.1/src -o $$@ $$(filter %.c,$$^) \
+	    -I$(1)/ucx-$(UCX_VERSION)/src -o $$@ $$(filter %.c,$$^) \
 	    -L$(1)/prefix/lib -Wl,-rpath,$(1)/prefix/lib \
 	    -L$(1)/prefix/lib/ucx -Wl,-rpath,$(1)/prefix/lib/ucx \
 	    -luct_specrdv -lucp -luct -lucs -lcmocka -lm
@@ -95,7 +112,7 @@ $(FUZZER): $(REPO)/test/fuzz/fuzz_slot_rx.c $(REPO)/uct_specrdv/specrdv_slot.c \
            $(REPO)/uct_specrdv/specrdv_slot.h $(BUILD_DIR)/.install-key
 	@mkdir -p $(@D)
 	clang -g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined \
-	    -I$(PREFIX)/include -I$(BUILD_DIR)/ucx-1.13.1/src -o $@ \
+	    -I$(PREFIX)/include -I$(BUILD_DIR)/ucx-$(UCX_VERSION)/src -o $@ \
 	    $(REPO)/test/fuzz/fuzz_slot_rx.c $(REPO)/uct_specrdv/specrdv_slot.c \
 	    -L$(PREFIX)/lib -Wl,-rpath,$(PREFIX)/lib -lucs
 
@@ -157,7 +174,7 @@ check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 
 # A second UCX tree built with ASan and UBSan, and the same tests on it.
 check-asan: deps
-	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
+	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(BOOTSTRAP)
 	@$(MAKE) --no-print-directory $(addprefix $(ASAN_DIR)/test/unit/,$(UNIT_NAMES))
 	@$(call run_units,$(ASAN_DIR),$(REPO)/test/asan-wrap); \
 	$(CLEAN_ENV) $(REPO)/test/asan-wrap \
@@ -209,7 +226,7 @@ RDMA_ASAN_CHECKS = uct_specrdv_verbs_am_lat uct_specrdv_verbs_am_bw \
                    uct_specrdv_verbs_put_bw uct_specrdv_verbs_peer_killed
 check-rdma-asan: deps
 	@$(REPO)/contrib/install-deps rdma
-	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(REPO)/contrib/ucx-bootstrap
+	@BUILD_DIR=$(ASAN_DIR) UCX_SPEC_FLAVOR=asan $(BOOTSTRAP)
 	@$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 900 \
 	    -e 'RDMA_CHECKS=$(RDMA_ASAN_CHECKS)' -- \
 	    $(REPO)/test/asan-wrap $(REPO)/test/rdma/check $(ASAN_DIR)/prefix \
