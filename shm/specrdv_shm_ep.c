@@ -257,7 +257,7 @@ ucs_status_t uct_specrdv_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
     uct_specrdv_shm_ep_t *ep     = ucs_derived_of(tl_ep, uct_specrdv_shm_ep_t);
     uct_specrdv_shm_peer_t *peer = uct_specrdv_shm_ep_peer(ep);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_SPECRDV_EP_CHECK_PARAMS(flags, comp);
     /* A live process may have closed the interface: its segment says so */
     if (peer->seg.ctl->closed) {
         return uct_specrdv_ep_invalidate(tl_ep, 0);

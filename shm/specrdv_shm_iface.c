@@ -147,7 +147,8 @@ uct_specrdv_shm_iface_is_reachable(const uct_iface_h tl_iface,
      * ours fits theirs */
     if (!uct_specrdv_iface_addr_is_writer(tl_iface_addr,
                                           &uct_specrdv_shm_writer) ||
-        !uct_sm_iface_is_reachable(tl_iface, dev_addr, tl_iface_addr)) {
+        !uct_specrdv_sm_iface_is_reachable(tl_iface, dev_addr,
+                                           tl_iface_addr)) {
         return 0;
     }
 
@@ -161,6 +162,7 @@ uct_specrdv_shm_iface_is_reachable(const uct_iface_h tl_iface,
 
     return 1;
 }
+UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(uct_specrdv_shm_iface_is_reachable)
 
 /* What ucx_cma does: Yama's ptrace_scope decides whether a process of the
  * same user may reach this one's memory */
@@ -229,14 +231,12 @@ static uct_iface_ops_t uct_specrdv_shm_iface_tl_ops = {
     .iface_query              = uct_specrdv_shm_iface_query,
     .iface_get_device_address = uct_sm_iface_get_device_address,
     .iface_get_address        = uct_specrdv_shm_iface_get_address,
-    .iface_is_reachable       = uct_specrdv_shm_iface_is_reachable
+    UCT_SPECRDV_IFACE_OPS_IS_REACHABLE(uct_specrdv_shm_iface_is_reachable)
 };
 
 static uct_iface_internal_ops_t uct_specrdv_shm_iface_internal_ops = {
-    .iface_estimate_perf = uct_specrdv_shm_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = uct_specrdv_ep_invalidate
+    UCT_SPECRDV_INTERNAL_OPS(uct_specrdv_shm_iface_estimate_perf,
+                             uct_specrdv_shm_iface_is_reachable)
 };
 
 static ucs_status_t

@@ -41,28 +41,28 @@ uct_specrdv_shm_query_md_resources(uct_md_resource_desc_t **resources_p,
 }
 
 static ucs_status_t uct_specrdv_shm_md_query(uct_md_h tl_md,
-                                             uct_md_attr_t *md_attr)
+                                             uct_specrdv_md_attr_t *md_attr)
 {
     /* The shm writer's zero-copy operations (CMA) reach any host memory of
      * the peer by address: registration is a formality and rkeys are empty */
-    memset(md_attr, 0, sizeof(*md_attr));
-    md_attr->cap.flags            = UCT_MD_FLAG_REG;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.max_reg          = ULONG_MAX;
-    md_attr->rkey_packed_size     = sizeof(uct_specrdv_packed_rkey_t);
-    md_attr->reg_cost             = ucs_linear_func_make(9e-9, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    uct_specrdv_md_attr_init(md_attr);
+    UCT_SPECRDV_MD_CAP(md_attr, flags)            = UCT_MD_FLAG_REG;
+    UCT_SPECRDV_MD_CAP(md_attr, reg_mem_types)    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_SPECRDV_MD_CAP(md_attr, access_mem_types) = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_SPECRDV_MD_CAP(md_attr, max_reg)          = ULONG_MAX;
+    md_attr->rkey_packed_size = sizeof(uct_specrdv_packed_rkey_t);
+    md_attr->reg_cost         = ucs_linear_func_make(9e-9, 0);
     return UCS_OK;
 }
 
-static ucs_status_t uct_specrdv_shm_md_mem_reg(uct_md_h tl_md, void *address,
-                                               size_t length, unsigned flags,
-                                               uct_mem_h *memh_p)
+static ucs_status_t uct_specrdv_shm_md_reg(uct_md_h tl_md, void *address,
+                                           size_t length, unsigned flags,
+                                           uct_mem_h *memh_p)
 {
     *memh_p = UCT_SPECRDV_SHM_MEMH;
     return UCS_OK;
 }
+UCT_SPECRDV_MD_MEM_REG_DEFINE(uct_specrdv_shm_md_mem_reg, uct_specrdv_shm_md_reg)
 
 static ucs_status_t
 uct_specrdv_shm_md_mem_dereg(uct_md_h tl_md,
@@ -76,13 +76,13 @@ uct_specrdv_shm_md_mem_dereg(uct_md_h tl_md,
     return UCS_OK;
 }
 
-static ucs_status_t uct_specrdv_shm_md_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
-                             const uct_md_mkey_pack_params_t *params,
-                                                 void *rkey_buffer)
+static ucs_status_t uct_specrdv_shm_md_pack(uct_mem_h memh, void *rkey_buffer)
 {
     *(uct_specrdv_packed_rkey_t*)rkey_buffer = 0;
     return UCS_OK;
 }
+UCT_SPECRDV_MD_MKEY_PACK_DEFINE(uct_specrdv_shm_md_mkey_pack,
+                                uct_specrdv_shm_md_pack)
 
 static void uct_specrdv_shm_md_close(uct_md_h tl_md)
 {
@@ -99,8 +99,7 @@ static uct_md_ops_t uct_specrdv_shm_md_ops = {
     .mem_dereg              = uct_specrdv_shm_md_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
     .mkey_pack              = uct_specrdv_shm_md_mkey_pack,
-    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-    .detect_memory_type     = ucs_empty_function_return_unsupported
+    UCT_SPECRDV_MD_OPS_TAIL
 };
 
 static ucs_status_t uct_specrdv_shm_md_open(const char *md_name,

@@ -10,6 +10,8 @@
 
 #include "specrdv_shm_seg.h"
 
+#include <uct/specrdv/specrdv_compat.h>
+
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>

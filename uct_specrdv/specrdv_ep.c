@@ -315,7 +315,8 @@ ucs_status_t uct_specrdv_ep_flush(uct_ep_h tl_ep, unsigned flags,
     return UCS_OK;
 }
 
-ucs_status_t uct_specrdv_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+ucs_status_t uct_specrdv_ep_invalidate(uct_ep_h tl_ep,
+                                       UCT_SPECRDV_EP_INVALIDATE_ARGS)
 {
     uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
 

@@ -100,7 +100,8 @@ uct_specrdv_ep_process_pending(ucs_arbiter_t *arbiter,
 
 ucs_status_t uct_specrdv_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
-ucs_status_t uct_specrdv_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_specrdv_ep_invalidate(uct_ep_h tl_ep,
+                                       UCT_SPECRDV_EP_INVALIDATE_ARGS);
 
 /* Report the errors of invalidated endpoints, from progress */
 void uct_specrdv_ep_report_invalidated(uct_specrdv_iface_t *iface);

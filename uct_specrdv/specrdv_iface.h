@@ -12,6 +12,7 @@
 #ifndef UCT_SPECRDV_IFACE_H_
 #define UCT_SPECRDV_IFACE_H_
 
+#include "specrdv_compat.h"
 #include "specrdv_conn.h"
 
 #include <uct/base/uct_iface.h>

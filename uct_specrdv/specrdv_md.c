@@ -49,7 +49,7 @@ static ucs_config_field_t uct_specrdv_md_config_table[] = {
 
     {"", "", NULL,
      ucs_offsetof(uct_specrdv_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+     UCS_CONFIG_TYPE_TABLE(uct_specrdv_rcache_config_table)},
 
     {NULL}
 };
@@ -116,13 +116,15 @@ uct_specrdv_md_open(uct_component_t *component, const char *md_name,
 }
 
 static ucs_status_t
-uct_specrdv_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                        uct_rkey_t *rkey_p, void **handle_p)
+uct_specrdv_rkey_unpack_key(uct_component_t *component, const void *rkey_buffer,
+                            uct_rkey_t *rkey_p, void **handle_p)
 {
     *rkey_p   = *(const uct_specrdv_packed_rkey_t*)rkey_buffer;
     *handle_p = NULL;
     return UCS_OK;
 }
+UCT_SPECRDV_RKEY_UNPACK_DEFINE(uct_specrdv_rkey_unpack,
+                               uct_specrdv_rkey_unpack_key)
 
 uct_component_t uct_specrdv_component = {
     .query_md_resources = uct_specrdv_query_md_resources,
@@ -131,6 +133,7 @@ uct_component_t uct_specrdv_component = {
     .rkey_unpack        = uct_specrdv_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
     .rkey_release       = (uct_component_rkey_release_func_t)ucs_empty_function_return_success,
+    UCT_SPECRDV_COMPONENT_RKEY_COMPARE
     .name               = UCT_SPECRDV_COMPONENT_NAME,
     .md_config          = {
         .name           = "specrdv memory domain",

@@ -13,6 +13,7 @@
 #define UCT_SPECRDV_WRITER_H_
 
 #include "specrdv_addr.h"
+#include "specrdv_compat.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -59,7 +60,7 @@ typedef struct uct_specrdv_md {
 typedef struct uct_specrdv_md_config {
     uct_md_config_t            super;
     int                        rcache_enable;  /* ucs_ternary_auto_value_t */
-    uct_md_rcache_config_t     rcache;         /* writers that register */
+    uct_specrdv_rcache_config_t rcache;        /* writers that register */
 } uct_specrdv_md_config_t;
 
 

@@ -400,7 +400,7 @@ ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_SPECRDV_EP_CHECK_PARAMS(flags, comp);
     if (!uct_specrdv_verbs_peer_connection_alive(
                 uct_specrdv_verbs_peer(ep->peer))) {
         return uct_specrdv_ep_invalidate(tl_ep, 0);

@@ -121,7 +121,8 @@ static ucs_mpool_ops_t uct_specrdv_verbs_comp_mp_ops = {
  * each holds a work request until it completes */
 static const uct_iface_mpool_config_t uct_specrdv_verbs_bcopy_mp_config = {
     .max_bufs  = UINT_MAX,
-    .bufs_grow = 16
+    .bufs_grow = 16,
+    UCT_SPECRDV_MPOOL_CONFIG_GROW
 };
 
 static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
@@ -143,6 +144,7 @@ static ucs_status_t uct_specrdv_verbs_iface_query(uct_iface_h tl_iface,
     iface_attr->device_addr_len = 0;
     iface_attr->iface_addr_len  = sizeof(uct_specrdv_verbs_iface_addr_t);
     iface_attr->cap.flags      |= UCT_IFACE_FLAG_EP_CHECK |
+                                  UCT_IFACE_FLAG_INTER_NODE |
                                   UCT_IFACE_FLAG_PUT_SHORT |
                                   UCT_IFACE_FLAG_PUT_BCOPY |
                                   UCT_IFACE_FLAG_PUT_ZCOPY |
@@ -204,6 +206,7 @@ uct_specrdv_verbs_iface_is_reachable(const uct_iface_h tl_iface,
                                             &uct_specrdv_verbs_writer) &&
            (iface_addr->slot_size == iface->super.conns.geom.slot_size);
 }
+UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(uct_specrdv_verbs_iface_is_reachable)
 
 static unsigned uct_specrdv_verbs_iface_progress(uct_iface_h tl_iface)
 {
@@ -310,14 +313,12 @@ static uct_iface_ops_t uct_specrdv_verbs_iface_tl_ops = {
     .iface_query              = uct_specrdv_verbs_iface_query,
     .iface_get_device_address = (uct_iface_get_device_address_func_t)ucs_empty_function_return_success,
     .iface_get_address        = uct_specrdv_verbs_iface_get_address,
-    .iface_is_reachable       = uct_specrdv_verbs_iface_is_reachable
+    UCT_SPECRDV_IFACE_OPS_IS_REACHABLE(uct_specrdv_verbs_iface_is_reachable)
 };
 
 static uct_iface_internal_ops_t uct_specrdv_verbs_iface_internal_ops = {
-    .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = uct_specrdv_ep_invalidate
+    UCT_SPECRDV_INTERNAL_OPS(uct_base_iface_estimate_perf,
+                             uct_specrdv_verbs_iface_is_reachable)
 };
 
 static ucs_status_t
@@ -556,10 +557,11 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
         return status;
     }
 
-    status = ucs_mpool_init(&self->comp_mp, 0, sizeof(uct_specrdv_verbs_comp_t),
-                            0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_specrdv_verbs_comp_mp_ops,
-                            "specrdv_verbs_comp");
+    status = uct_specrdv_mpool_init(&self->comp_mp,
+                                    sizeof(uct_specrdv_verbs_comp_t),
+                                    UCS_SYS_CACHE_LINE_SIZE, 128,
+                                    &uct_specrdv_verbs_comp_mp_ops,
+                                    "specrdv_verbs_comp");
     if (status != UCS_OK) {
         goto err_bcopy_mp;
     }

@@ -71,22 +71,22 @@ uct_specrdv_verbs_query_md_resources(uct_md_resource_desc_t **resources_p,
 }
 
 static ucs_status_t uct_specrdv_verbs_md_query(uct_md_h tl_md,
-                                               uct_md_attr_t *md_attr)
+                                               uct_specrdv_md_attr_t *md_attr)
 {
     uct_specrdv_verbs_md_t *md = ucs_derived_of(tl_md, uct_specrdv_verbs_md_t);
 
-    memset(md_attr, 0, sizeof(*md_attr));
-    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                    UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    md_attr->cap.max_reg          = md->dev_attr.max_mr_size;
-    md_attr->rkey_packed_size     = sizeof(uct_specrdv_packed_rkey_t);
-    md_attr->reg_cost             = (md->rcache != NULL) ?
+    uct_specrdv_md_attr_init(md_attr);
+    UCT_SPECRDV_MD_CAP(md_attr, flags)            = UCT_MD_FLAG_REG |
+                                                    UCT_MD_FLAG_NEED_MEMH |
+                                                    UCT_MD_FLAG_NEED_RKEY;
+    UCT_SPECRDV_MD_CAP(md_attr, reg_mem_types)    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_SPECRDV_MD_CAP(md_attr, access_mem_types) = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_SPECRDV_MD_CAP(md_attr, max_reg)          = md->dev_attr.max_mr_size;
+    md_attr->rkey_packed_size = sizeof(uct_specrdv_packed_rkey_t);
+    md_attr->reg_cost         = (md->rcache != NULL) ?
             ucs_linear_func_make(md->rcache_overhead, 0) :
             ucs_linear_func_make(UCT_SPECRDV_VERBS_REG_OVERHEAD,
                                  UCT_SPECRDV_VERBS_REG_GROWTH);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
 }
 
@@ -113,9 +113,9 @@ static ucs_status_t uct_specrdv_verbs_dereg(struct ibv_mr *mr)
     return UCS_OK;
 }
 
-static ucs_status_t uct_specrdv_verbs_md_mem_reg(uct_md_h tl_md, void *address,
-                                                 size_t length, unsigned flags,
-                                                 uct_mem_h *memh_p)
+static ucs_status_t uct_specrdv_verbs_md_reg(uct_md_h tl_md, void *address,
+                                             size_t length, unsigned flags,
+                                             uct_mem_h *memh_p)
 {
     uct_specrdv_verbs_md_t *md = ucs_derived_of(tl_md, uct_specrdv_verbs_md_t);
     uct_specrdv_verbs_rcache_region_t *region;
@@ -124,8 +124,9 @@ static ucs_status_t uct_specrdv_verbs_md_mem_reg(uct_md_h tl_md, void *address,
     ucs_status_t status;
 
     if (md->rcache != NULL) {
-        status = ucs_rcache_get(md->rcache, address, length,
-                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        status = uct_specrdv_rcache_get(md->rcache, address, length,
+                                        PROT_READ | PROT_WRITE, &flags,
+                                        &rregion);
         if (status != UCS_OK) {
             return status;
         }
@@ -151,6 +152,8 @@ static ucs_status_t uct_specrdv_verbs_md_mem_reg(uct_md_h tl_md, void *address,
     *memh_p = memh;
     return UCS_OK;
 }
+UCT_SPECRDV_MD_MEM_REG_DEFINE(uct_specrdv_verbs_md_mem_reg,
+                              uct_specrdv_verbs_md_reg)
 
 static ucs_status_t
 uct_specrdv_verbs_md_mem_dereg(uct_md_h tl_md,
@@ -176,15 +179,14 @@ uct_specrdv_verbs_md_mem_dereg(uct_md_h tl_md,
     return status;
 }
 
-static ucs_status_t uct_specrdv_verbs_md_mkey_pack(uct_md_h tl_md,
-                                                   uct_mem_h memh,
-                               const uct_md_mkey_pack_params_t *params,
-                                                   void *rkey_buffer)
+static ucs_status_t uct_specrdv_verbs_md_pack(uct_mem_h memh, void *rkey_buffer)
 {
     *(uct_specrdv_packed_rkey_t*)rkey_buffer =
             ((uct_specrdv_verbs_mem_t*)memh)->mr->rkey;
     return UCS_OK;
 }
+UCT_SPECRDV_MD_MKEY_PACK_DEFINE(uct_specrdv_verbs_md_mkey_pack,
+                                uct_specrdv_verbs_md_pack)
 
 static ucs_status_t uct_specrdv_verbs_rcache_mem_reg(void *context,
                                                      ucs_rcache_t *rcache,
@@ -244,9 +246,9 @@ uct_specrdv_verbs_md_rcache_init(uct_specrdv_verbs_md_t *md,
         return UCS_OK;
     }
 
-    uct_md_set_rcache_params(&params, &config->rcache);
+    uct_specrdv_rcache_set_params(&params, &config->rcache);
+    uct_specrdv_rcache_params_align(&params);
     params.region_struct_size = sizeof(uct_specrdv_verbs_rcache_region_t);
-    params.max_alignment      = ucs_get_page_size();
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
     params.context            = md;
     params.ops                = &uct_specrdv_verbs_rcache_ops;
@@ -262,7 +264,7 @@ uct_specrdv_verbs_md_rcache_init(uct_specrdv_verbs_md_t *md,
         return (config->rcache_enable == UCS_YES) ? status : UCS_OK;
     }
 
-    md->rcache_overhead = uct_md_rcache_overhead(&config->rcache);
+    md->rcache_overhead = uct_specrdv_rcache_overhead(&config->rcache);
     return UCS_OK;
 }
 
@@ -288,8 +290,7 @@ static uct_md_ops_t uct_specrdv_verbs_md_ops = {
     .mem_dereg              = uct_specrdv_verbs_md_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
     .mkey_pack              = uct_specrdv_verbs_md_mkey_pack,
-    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-    .detect_memory_type     = ucs_empty_function_return_unsupported
+    UCT_SPECRDV_MD_OPS_TAIL
 };
 
 static ucs_status_t uct_specrdv_verbs_md_open(const char *md_name,
