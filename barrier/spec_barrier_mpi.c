@@ -22,6 +22,7 @@
 
 #include "spec_barrier_rdma.h"
 #include "../shm/specrdv_shm_barrier.h"
+#include "../ucp_proto_spec/spec_compat.h"
 
 #include <mpi.h>
 #include <ucs/sys/preprocessor.h>
@@ -271,9 +272,9 @@ static spec_barrier_t *spec_barrier_setup(MPI_Comm comm)
 
 /* Read at load, before MPI_Init's UCX looks for variables nobody read */
 UCS_STATIC_INIT {
-    if (ucs_config_parser_fill_opts(&spec_barrier_config,
-                                    spec_barrier_config_table, "UCX_",
-                                    "SPEC_BARRIER_", 0) != UCS_OK) {
+    if (ucp_proto_spec_config_fill(&spec_barrier_config,
+                                   spec_barrier_config_table, "UCX_",
+                                   "SPEC_BARRIER_") != UCS_OK) {
         fprintf(stderr, "ucx-spec barrier: invalid UCX_SPEC_BARRIER_* "
                 "configuration: every barrier is PMPI_Barrier\n");
         spec_barrier_config.enable = 0;

@@ -86,16 +86,18 @@ int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
 }
 
 ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
-                                 const uct_mem_h *memh, void *buffer)
+                                 ucp_proto_spec_memh_t memh, void *address,
+                                 size_t length, void *buffer)
 {
     ucp_memory_info_t mem_info = {
         .type    = UCS_MEMORY_TYPE_HOST,
         .sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN
     };
 
-    return ucp_rkey_pack_uct(ep->worker->context, md_map, memh, &mem_info, 0,
-                             ucp_ep_config(ep)->uct_rkey_pack_flags, NULL,
-                             buffer);
+    return ucp_proto_spec_rkey_pack_memh(ep->worker->context, md_map, memh,
+                                         address, length, &mem_info,
+                                         ucp_ep_config(ep)->uct_rkey_pack_flags,
+                                         buffer);
 }
 
 static ucs_status_t ucp_proto_spec_claim_page_create(ucp_proto_spec_worker_t *spec)
@@ -335,7 +337,7 @@ static void ucp_proto_spec_offer_copy(ucp_proto_spec_worker_t *spec,
                   rts->size);
     ucp_send_request_id_release(offer->carrier);
     ucp_request_put(offer->carrier);
-    ucp_request_recv_buffer_dereg(offer->rreq);
+    ucp_proto_spec_rreq_dereg(offer->rreq);
     ucp_rndv_receive(spec->worker, offer->rreq, rts, rts + 1);
 }
 

@@ -59,9 +59,13 @@ static ucs_status_t ucp_proto_spec_clone_mask(const void *src, void *dest,
 }
 
 #define UCP_PROTO_SPEC_CONFIG_TYPE_MASK \
-    {ucp_proto_spec_sscanf_mask, ucp_proto_spec_sprintf_mask, \
-     ucp_proto_spec_clone_mask,  ucs_config_release_nop, \
-     ucs_config_help_generic,    "64-bit hex mask \"0x...\" or \"auto\""}
+    {.read    = ucp_proto_spec_sscanf_mask, \
+     .write   = ucp_proto_spec_sprintf_mask, \
+     .clone   = ucp_proto_spec_clone_mask, \
+     .release = ucs_config_release_nop, \
+     .help    = ucs_config_help_generic, \
+     UCP_PROTO_SPEC_CONFIG_PARSER_DOC \
+     .arg     = "64-bit hex mask \"0x...\" or \"auto\""}
 
 
 ucs_config_field_t ucp_proto_spec_config_table[] = {
@@ -164,3 +168,10 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
 UCS_CONFIG_REGISTER_TABLE(ucp_proto_spec_config_table,
                           "UCP speculative rendezvous", "SPEC_",
                           ucp_proto_spec_config_t, &ucs_config_global_list)
+
+ucs_status_t ucp_proto_spec_config_read(ucp_proto_spec_config_t *config,
+                                        const char *env_prefix)
+{
+    return ucp_proto_spec_config_fill(config, ucp_proto_spec_config_table,
+                                      env_prefix, "SPEC_");
+}

@@ -170,10 +170,10 @@ void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
         return;
     }
 
-    status = ucs_config_parser_fill_opts(&hbw->config,
-                                         ucp_proto_spec_hotbuf_config_table,
-                                         worker->context->config.env_prefix,
-                                         "SPEC_", 0);
+    status = ucp_proto_spec_config_fill(&hbw->config,
+                                        ucp_proto_spec_hotbuf_config_table,
+                                        worker->context->config.env_prefix,
+                                        "SPEC_");
     if (status != UCS_OK) {
         ucs_error("spec: invalid UCX_SPEC_HOTBUF* configuration, hot-buffer "
                   "eager is off");
@@ -295,7 +295,7 @@ static ucs_status_t ucp_proto_spec_hotbuf_time_fresh(uct_md_h md, size_t size,
 
 static ucs_status_t
 ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md,
-                                const uct_md_attr_t *md_attr,
+                                const ucp_proto_spec_md_attr_t *md_attr,
                                 const char *md_name)
 {
     size_t max = UCS_BIT(UCP_PROTO_SPEC_HOTBUF_CLASS_MAX);
@@ -334,7 +334,7 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
     ucp_proto_spec_hotbuf_cleanup(&scratch);
 
     cached = 0;
-    if (md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+    if (UCP_PROTO_SPEC_MD_FLAGS(md_attr) & UCT_MD_FLAG_NEED_MEMH) {
         status = ucp_proto_spec_hotbuf_time_reg(md, buf, 4096, &t); /* warm */
         for (i = 0; (status == UCS_OK) && (i < UCP_PROTO_SPEC_HOTBUF_REPS);
              ++i) {
@@ -361,7 +361,7 @@ ucp_proto_spec_hotbuf_calibrate(ucp_proto_spec_hotbuf_worker_t *hbw, uct_md_h md
         copy[c] = (ucs_get_accurate_time() - start) / reps;
         /* fresh memory each time: munmap tells the rcache to forget it */
         reg[c] = 1e-9; /* an md with nothing to register still costs V */
-        if (md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+        if (UCP_PROTO_SPEC_MD_FLAGS(md_attr) & UCT_MD_FLAG_NEED_MEMH) {
             status = ucp_proto_spec_hotbuf_time_fresh(md, size, &reg[c]);
             if (status != UCS_OK) {
                 goto out;
@@ -406,7 +406,7 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
                                           ucp_request_t *req,
                                           ucp_md_index_t md_index)
 {
-    const uct_md_attr_t *md_attr = ucp_ep_md_attr(req->send.ep,
+    const ucp_proto_spec_md_attr_t *md_attr = ucp_ep_md_attr(req->send.ep,
                                                   req->send.lane);
     const char *md_name = req->send.ep->worker->context->tl_mds[md_index]
                                   .rsc.md_name;
@@ -417,7 +417,7 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
     }
 
     /* thresholds hold for one md only */
-    if (!(md_attr->cap.flags & UCT_MD_FLAG_NEED_MEMH) ||
+    if (!(UCP_PROTO_SPEC_MD_FLAGS(md_attr) & UCT_MD_FLAG_NEED_MEMH) ||
         (hbw->md_index != UCP_NULL_RESOURCE)) {
         hbw->ucp_mds |= UCS_BIT(md_index);
         return 0;

@@ -9,6 +9,7 @@
 #endif
 
 #include "spec_hotbuf.h"
+#include "spec_compat.h"
 
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/assert.h>

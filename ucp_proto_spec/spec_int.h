@@ -12,6 +12,7 @@
 #ifndef UCP_PROTO_SPEC_INT_H_
 #define UCP_PROTO_SPEC_INT_H_
 
+#include "spec_compat.h"
 #include "ucp_proto_spec.h"
 
 #include <ucp/core/ucp_types.h>
@@ -163,6 +164,8 @@ typedef struct ucp_proto_spec_config {
 } ucp_proto_spec_config_t;
 
 extern ucs_config_field_t ucp_proto_spec_config_table[];
+ucs_status_t ucp_proto_spec_config_read(ucp_proto_spec_config_t *config,
+                                        const char *env_prefix);
 
 
 /* Sender side: an RTR that arrived before its send was posted */
@@ -414,7 +417,8 @@ ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length);
 ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
-                                 const uct_mem_h *memh, void *buffer);
+                                 ucp_proto_spec_memh_t memh, void *address,
+                                 size_t length, void *buffer);
 void ucp_proto_spec_claim_ep_cleanup(ucp_proto_spec_worker_t *spec,
                                      ucp_ep_h ep);
 void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec);

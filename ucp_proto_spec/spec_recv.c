@@ -189,8 +189,8 @@ static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
     hdr->rreq_id = ucp_send_request_get_id(carrier);
     hdr->tag     = sr->env->tag;
     hdr->pos     = sr->pos;
-    hdr->address = (uintptr_t)rreq->recv.buffer;
-    hdr->length  = rreq->recv.length;
+    hdr->address = (uintptr_t)ucp_proto_spec_rreq_buffer(rreq);
+    hdr->length  = ucp_proto_spec_rreq_length(rreq);
     memcpy(hdr + 1, sr->rkey.buffer, sr->rkey.size);
     return ucp_proto_spec_msg_seal(dest, sizeof(*hdr) + sr->rkey.size,
                                    UCP_PROTO_SPEC_MSG_RTR);
@@ -215,19 +215,21 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
 
     /* The key first, so that a failure drops the RTR before it is sent
      * rather than inside the transport's pack callback */
-    rkey_size        = ucp_rkey_packed_size(worker->context,
-                                            sr->rreq->recv.state.dt.contig.md_map,
-                                            UCS_SYS_DEVICE_ID_UNKNOWN, 0);
+    rkey_size        = ucp_proto_spec_rkey_packed_size(
+                               worker->context,
+                               ucp_proto_spec_rreq_md_map(sr->rreq));
     sr->rkey.buffer  = ucs_alloca(rkey_size);
-    mem_info.type    = sr->rreq->recv.mem_type;
+    mem_info.type    = ucp_proto_spec_rreq_mem_type(sr->rreq);
     mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    packed           = ucp_rkey_pack_uct(worker->context,
-                                         sr->rreq->recv.state.dt.contig.md_map,
-                                         sr->rreq->recv.state.dt.contig.memh,
-                                         &mem_info, 0,
-                                         ucp_ep_config(carrier->send.ep)->
-                                                 uct_rkey_pack_flags,
-                                         NULL, sr->rkey.buffer);
+    packed           = ucp_proto_spec_rkey_pack_memh(
+                               worker->context,
+                               ucp_proto_spec_rreq_md_map(sr->rreq),
+                               ucp_proto_spec_rreq_memh(sr->rreq),
+                               ucp_proto_spec_rreq_buffer(sr->rreq),
+                               ucp_proto_spec_rreq_length(sr->rreq), &mem_info,
+                               ucp_ep_config(carrier->send.ep)->
+                                       uct_rkey_pack_flags,
+                               sr->rkey.buffer);
     if (packed < 0) {
         ucs_diag("spec: cannot pack the key of receive %p (%s): no RTR",
                  sr->rreq, ucs_status_string((ucs_status_t)packed));
@@ -305,7 +307,7 @@ static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
         ucp_request_put(carrier);
     }
 
-    ucp_request_recv_buffer_dereg(sr->rreq);
+    ucp_proto_spec_rreq_dereg(sr->rreq);
     sr->rtr_req = NULL;
     ucp_proto_spec_rtr_detach(sr);
 }
@@ -351,10 +353,10 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
     int ahead;
 
     /* Sync sends, non-contiguous and non-host memory: ordinary path */
-    if (!UCP_DT_IS_CONTIG(rreq->recv.datatype) ||
-        !UCP_MEM_IS_HOST(rreq->recv.mem_type) ||
-        (rreq->flags & (UCP_REQUEST_FLAG_USER_MEMH |
-                        UCP_REQUEST_FLAG_OFFLOADED)) ||
+    if (!ucp_proto_spec_rreq_is_contig(rreq) ||
+        !UCP_MEM_IS_HOST(ucp_proto_spec_rreq_mem_type(rreq)) ||
+        ucp_proto_spec_rreq_user_memh(rreq) ||
+        (rreq->flags & UCP_REQUEST_FLAG_OFFLOADED) ||
         !ucp_proto_spec_specific(spec, rreq->recv.tag.tag_mask)) {
         return;
     }
@@ -368,7 +370,8 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
 
     ep = ucp_proto_spec_rx_ep(spec, env);
     if ((ep == NULL) ||
-        !ucp_proto_spec_predict_rndv(spec, ep, rreq->recv.length)) {
+        !ucp_proto_spec_predict_rndv(spec, ep,
+                                     ucp_proto_spec_rreq_length(rreq))) {
         return;
     }
 
@@ -380,11 +383,10 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
 
     /* Lives until the RTR is known dead or the ATP completes the receive.
      * An empty map is right for transports without rkeys (CMA). */
-    status = ucp_request_recv_buffer_reg(rreq,
-                                         ucp_ep_config(ep)->key.rma_bw_md_map,
-                                         rreq->recv.length);
+    status = ucp_proto_spec_rreq_reg(rreq, ucp_ep_config(ep)->key.rma_bw_md_map,
+                                     ucp_proto_spec_rreq_length(rreq));
     if (status != UCS_OK) {
-        ucp_request_recv_buffer_dereg(rreq);
+        ucp_proto_spec_rreq_dereg(rreq);
         return;
     }
 
@@ -395,7 +397,7 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
         if (carrier != NULL) {
             ucp_request_put(carrier);
         }
-        ucp_request_recv_buffer_dereg(rreq);
+        ucp_proto_spec_rreq_dereg(rreq);
         return;
     }
 
@@ -554,27 +556,27 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
     ucp_ep_h ep;
 
     if ((spec == NULL) || (rts->address == 0) ||
-        (rreq->recv.length < rts->size) ||
-        !UCP_DT_IS_CONTIG(rreq->recv.datatype) ||
-        !UCP_MEM_IS_HOST(rreq->recv.mem_type) ||
-        (rreq->flags & UCP_REQUEST_FLAG_USER_MEMH) ||
+        (ucp_proto_spec_rreq_length(rreq) < rts->size) ||
+        !ucp_proto_spec_rreq_is_contig(rreq) ||
+        !UCP_MEM_IS_HOST(ucp_proto_spec_rreq_mem_type(rreq)) ||
+        ucp_proto_spec_rreq_user_memh(rreq) ||
         (ucp_worker_get_ep_by_id(worker, rts->sreq.ep_id, &ep) != UCS_OK) ||
         (ep->flags & (UCP_EP_FLAG_CLOSED | UCP_EP_FLAG_FAILED)) ||
         !ucp_proto_spec_idle_copy_usable(spec, ep)) {
         return 0;
     }
 
-    status = ucp_request_recv_buffer_reg(rreq,
-                                         ucp_ep_config(ep)->key.rma_bw_md_map,
-                                         rts->size);
+    status = ucp_proto_spec_rreq_reg(rreq, ucp_ep_config(ep)->key.rma_bw_md_map,
+                                     rts->size);
     if (status != UCS_OK) {
         goto err_dereg;
     }
 
     offer  = ucs_alloca(sizeof(*offer) + ucp_ep_config(ep)->rndv.rkey_size);
-    packed = ucp_proto_spec_rkey_pack(ep, rreq->recv.state.dt.contig.md_map,
-                                      rreq->recv.state.dt.contig.memh,
-                                      offer + 1);
+    packed = ucp_proto_spec_rkey_pack(ep, ucp_proto_spec_rreq_md_map(rreq),
+                                      ucp_proto_spec_rreq_memh(rreq),
+                                      ucp_proto_spec_rreq_buffer(rreq),
+                                      rts->size, offer + 1);
     if (packed < 0) {
         goto err_dereg;
     }
@@ -598,7 +600,7 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
     offer->ep_id   = ucp_ep_remote_id(ep);
     offer->sreq_id = rts->sreq.req_id;
     offer->rreq_id = ucp_send_request_get_id(carrier);
-    offer->address = (uintptr_t)rreq->recv.buffer;
+    offer->address = (uintptr_t)ucp_proto_spec_rreq_buffer(rreq);
     offer->length  = rts->size;
     offer->claim   = ref;
     if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_OFFER, offer,
@@ -622,7 +624,7 @@ err_close:
 err_put_carrier:
     ucp_request_put(carrier);
 err_dereg:
-    ucp_request_recv_buffer_dereg(rreq);
+    ucp_proto_spec_rreq_dereg(rreq);
     return 0;
 }
 

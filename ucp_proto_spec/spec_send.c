@@ -200,7 +200,7 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
     void *msg;
 
     if (!ucp_proto_spec_idle_copy_usable(spec, ep) ||
-        (sreq->flags & UCP_REQUEST_FLAG_USER_MEMH)) {
+        ucp_proto_spec_sreq_user_memh(sreq)) {
         return 0;
     }
 
@@ -212,8 +212,9 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
 
     msg    = ucs_alloca(sizeof(*ack) + sizeof(*offer) + config->rndv.rkey_size);
     offer  = UCS_PTR_BYTE_OFFSET(msg, sizeof(*ack));
-    packed = ucp_proto_spec_rkey_pack(ep, sreq->send.state.dt.dt.contig.md_map,
-                                      sreq->send.state.dt.dt.contig.memh,
+    packed = ucp_proto_spec_rkey_pack(ep, ucp_proto_spec_sreq_md_map(sreq),
+                                      ucp_proto_spec_sreq_memh(sreq),
+                                      sreq->send.buffer, sreq->send.length,
                                       offer + 1);
     if ((packed < 0) || (ucp_proto_spec_claim_open(spec, &ref) != UCS_OK)) {
         return 0;

@@ -99,10 +99,8 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
         return;
     }
 
-    status = ucs_config_parser_fill_opts(&spec->config,
-                                         ucp_proto_spec_config_table,
-                                         context->config.env_prefix, "SPEC_",
-                                         0);
+    status = ucp_proto_spec_config_read(&spec->config,
+                                        context->config.env_prefix);
     if (status != UCS_OK) {
         ucs_error("spec: invalid UCX_SPEC_* configuration, speculative "
                   "rendezvous is off");

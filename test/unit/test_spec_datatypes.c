@@ -53,6 +53,15 @@ typedef struct {
 } pass_t;
 
 static const char *tls;
+
+/* UCX 1.22's cma registers no memory, so UCP's v1 rendezvous has no
+ * zero-copy lane on posix,cma and an RTR nothing to put with: the data
+ * must still arrive whole, by the ordinary path */
+static int rndv_can_put(void)
+{
+    return (UCP_API_VERSION < UCP_VERSION(1, 22)) ||
+           (strstr(tls, "cma") == NULL);
+}
 static ucp_datatype_t generic_dt;
 
 
@@ -369,7 +378,8 @@ static void test_pass(void **state)
                       "claimed %lu\n", c1.rtr_sent - c0.rtr_sent,
                       c1.copy_offered - c0.copy_offered,
                       c1.copy_claimed - c0.copy_claimed);
-        assert_int_equal(c1.rtr_sent > c0.rtr_sent, pass->rndv);
+        assert_int_equal(c1.rtr_sent > c0.rtr_sent,
+                         pass->rndv && rndv_can_put());
     } else {
         print_message("  speculation off\n");
     }

@@ -1130,7 +1130,14 @@ int main(void)
     setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1); /* the test owns progress */
     setenv("UCX_SPEC_IDLE_COPY_DELAY", "0", 1); /* and time */
 
+#if UCP_API_VERSION >= UCP_VERSION(1, 22)
+    /* UCX 1.22's cma registers no memory, so UCP's v1 rendezvous has no
+     * zero-copy lane on posix,cma and an RTR nothing to put with */
+    print_message("spec_rndv[posix,cma]: SKIPPED on UCX 1.22 (no v1 zero-copy "
+                  "rendezvous lane)\n");
+#else
     rc |= run_group("posix,cma");
+#endif
     rc |= run_group("specrdv");
     return rc;
 }
