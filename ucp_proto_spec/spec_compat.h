@@ -138,11 +138,10 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 /* --- memory domain attributes ------------------------------------------- */
 
 #if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
-#  include <uct/api/v2/uct_v2.h>
-typedef uct_md_attr_v2_t ucp_proto_spec_md_attr_t;
+#  define ucp_proto_spec_md_attr_t          uct_md_attr_v2_t
 #  define UCP_PROTO_SPEC_MD_FLAGS(_md_attr) ((_md_attr)->flags)
 #else
-typedef uct_md_attr_t ucp_proto_spec_md_attr_t;
+#  define ucp_proto_spec_md_attr_t          uct_md_attr_t
 #  define UCP_PROTO_SPEC_MD_FLAGS(_md_attr) ((_md_attr)->cap.flags)
 #endif
 
