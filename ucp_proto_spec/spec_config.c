@@ -77,7 +77,9 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "        sending endpoint (MPI libraries encode the source rank in the tag).\n"
    " n    - off: the stock protocol, nothing added to any message.\n"
    " auto - on when the sender bits of the tag are known: from the context's\n"
-   "        tag_sender_mask (Open MPI sets it) or UCX_SPEC_SENDER_MASK.\n"
+   "        tag_sender_mask (Open MPI sets it), MPICH's layout (recognised\n"
+   "        from MPI_Get_library_version: 4.0-4.2, ch4:ucx) or\n"
+   "        UCX_SPEC_SENDER_MASK.\n"
    "Needs the default protocol path (UCX_PROTO_ENABLE=n), no tag offload, and\n"
    "put-zcopy on the rendezvous lanes; otherwise it stays off.",
    ucs_offsetof(ucp_proto_spec_config_t, rndv), UCS_CONFIG_TYPE_TERNARY_AUTO},
@@ -89,15 +91,17 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
 
   {"SENDER_MASK", "auto",
    "Tag bits that carry the sender's identity, for UCX_SPEC_RNDV=auto.\n"
-   "\"auto\" takes ucp_params_t::tag_sender_mask. MPICH does not set that\n"
-   "field; its source rank sits in bits 0x0000ffff00000000 of ch4/ucx tags.",
+   "\"auto\" takes ucp_params_t::tag_sender_mask; MPICH does not set that\n"
+   "field, so for MPICH 4.0-4.2 ch4/ucx the bits its source puts the rank in\n"
+   "(0x0000ffff00000000 as Debian builds it); another library that leaves it\n"
+   "unset keeps speculation off, with one diagnostic line.",
    ucs_offsetof(ucp_proto_spec_config_t, sender_mask),
    UCP_PROTO_SPEC_CONFIG_TYPE_MASK},
 
-  {"TAG_IGNORE_MASK", "0x0",
+  {"TAG_IGNORE_MASK", "auto",
    "Tag bits that a fully specified receive may leave out of its mask and that\n"
-   "do not distinguish envelopes. MPICH clears its two error bits in every\n"
-   "receive mask: set 0x60000000 for MPICH 4.0 ch4/ucx.",
+   "do not distinguish envelopes. \"auto\": the two error bits MPICH clears in\n"
+   "every receive mask where its layout was recognised (0x60000000), else none.",
    ucs_offsetof(ucp_proto_spec_config_t, ignore_mask),
    UCP_PROTO_SPEC_CONFIG_TYPE_MASK},
 

@@ -373,6 +373,14 @@ void ucp_proto_spec_report(ucp_worker_h worker,
                            const ucp_proto_spec_counter_info_t *info,
                            size_t count, const void *cnt);
 
+/* spec_layout.c: the sender and ignore masks of the MPI library in the
+ * process when it does not pass tag_sender_mask (MPICH): 1 if known; the
+ * parser alone, for tests */
+int ucp_proto_spec_layout_detect(uint64_t *sender_mask_p,
+                                 uint64_t *ignore_mask_p);
+int ucp_proto_spec_layout_parse(const char *version, uint64_t *sender_mask_p,
+                                uint64_t *ignore_mask_p);
+
 /* spec_ctl.c: what both sides call */
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
                                      ucp_proto_spec_msg_type_t type,

@@ -81,7 +81,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
 {
     ucp_context_h context = worker->context;
     ucp_proto_spec_worker_t *spec;
-    uint64_t sender_mask;
+    uint64_t sender_mask, layout_ignore;
     ucs_status_t status;
 
     /* ucp_proto_spec_head() reads it through the worker's opaque pointer */
@@ -107,8 +107,18 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
         goto err_free;
     }
 
-    sender_mask = (spec->config.sender_mask == UCP_PROTO_SPEC_MASK_AUTO) ?
-                  context->config.tag_sender_mask : spec->config.sender_mask;
+    /* auto: what the MPI library told UCP (Open MPI), else its layout as
+     * read from its source (MPICH) */
+    sender_mask = spec->config.sender_mask;
+    if (sender_mask == UCP_PROTO_SPEC_MASK_AUTO) {
+        sender_mask = context->config.tag_sender_mask;
+        if ((sender_mask == 0) &&
+            ucp_proto_spec_layout_detect(&sender_mask, &layout_ignore) &&
+            (spec->config.ignore_mask == UCP_PROTO_SPEC_MASK_AUTO)) {
+            spec->config.ignore_mask = layout_ignore;
+        }
+    }
+
     if (!ucp_proto_spec_enabled(context, &spec->config, sender_mask)) {
         goto err_release;
     }
