@@ -67,7 +67,7 @@ static int ucp_proto_spec_layout_field(const char *text, const char *key,
 int ucp_proto_spec_layout_parse(const char *version, uint64_t *sender_mask_p,
                                 uint64_t *ignore_mask_p)
 {
-    char value[UCP_PROTO_SPEC_LAYOUT_MAX];
+    char value[4096]; /* one line: MPICH's configure line is 1.5 kB */
     unsigned major, minor, rank_bits, tag_bits;
     const char *opt;
 
