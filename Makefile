@@ -32,7 +32,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build print-prefix deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-conformance \
-        check-rdma stress-mpi \
+        check-rdma check-debian13 check-gtest-versions stress-mpi \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
 
@@ -58,10 +58,12 @@ demo: build
 # measured stage by stage
 CHECK_STAGES = check-unit check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
-               check-asan check-rdma check-rdma-asan
+               check-asan check-rdma check-rdma-asan check-debian13 \
+               check-gtest-versions
 check: build
 	@rc=0; failed=; for s in $(CHECK_STAGES); do t0=$$(date +%s); \
-	    $(MAKE) --no-print-directory $$s || { rc=1; failed+=" $$s"; }; \
+	    $(MAKE) --no-print-directory UCX_TARBALLS=$(UCX_TARBALLS) $$s || \
+	        { rc=1; failed+=" $$s"; }; \
 	    echo "check: $$s took $$(( $$(date +%s) - t0 )) s"; done; \
 	[ $$rc = 0 ] || echo "check: FAILED:$$failed"; exit $$rc
 
@@ -128,6 +130,14 @@ check-mpi: build
 	@$(REPO)/contrib/install-deps mpi
 	@$(MAKE) --no-print-directory $(BARRIER_LIBS)
 	@$(CLEAN_ENV) $(REPO)/test/mpi/run $(PREFIX) $(BUILD_DIR)/test/mpi
+
+# Debian 13 as its users have it: its Open MPI 5.0.7, MPICH 4.2.1 and
+# OpenSHMEM over ucx-spec on 1.18.1 and 1.22.0, built and tested inside a
+# Debian 13 root made from Debian's archive (contrib/debian13-root)
+DEBIAN13_VERSIONS ?= 1.18.1 1.22.0
+check-debian13:
+	@$(CLEAN_ENV) UCX_TARBALLS=$(UCX_TARBALLS) \
+	    $(REPO)/test/debian13/run $(DEBIAN13_VERSIONS)
 
 # MPICH's own test suite (pt2pt, rma, coll) through Debian's MPICH and Open
 # MPI, over specrdv and speculation on shared memory against posix+cma
@@ -336,6 +346,13 @@ gtest: build
 
 check-gtest: build
 	@$(CLEAN_ENV) $(REPO)/contrib/ucx-gtest $(BUILD_DIR) 'specrdv/*'
+
+# UCX's UCT suites on specrdv on the other UCX versions (host's Debian 12)
+check-gtest-versions:
+	@rc=0; for v in $(DEBIAN13_VERSIONS); do \
+	    $(MAKE) --no-print-directory UCX_VERSION=$$v \
+	        UCX_TARBALLS=$(UCX_TARBALLS) check-gtest || rc=1; \
+	done; exit $$rc
 
 # UCX's UCP tag suites with the speculative rendezvous forced on (about 12
 # minutes, mostly their own waits)
