@@ -32,7 +32,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build print-prefix deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-conformance \
-        check-rdma check-debian13 check-gtest-versions stress-mpi \
+        check-rdma check-debian13 stress-mpi \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
 
@@ -58,8 +58,7 @@ demo: build
 # measured stage by stage
 CHECK_STAGES = check-unit check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
-               check-asan check-rdma check-rdma-asan check-debian13 \
-               check-gtest-versions
+               check-asan check-rdma check-rdma-asan check-debian13
 check: build
 	@rc=0; failed=; for s in $(CHECK_STAGES); do t0=$$(date +%s); \
 	    $(MAKE) --no-print-directory UCX_TARBALLS=$(UCX_TARBALLS) $$s || \
@@ -346,13 +345,6 @@ gtest: build
 
 check-gtest: build
 	@$(CLEAN_ENV) $(REPO)/contrib/ucx-gtest $(BUILD_DIR) 'specrdv/*'
-
-# UCX's UCT suites on specrdv on the other UCX versions (host's Debian 12)
-check-gtest-versions:
-	@rc=0; for v in $(DEBIAN13_VERSIONS); do \
-	    $(MAKE) --no-print-directory UCX_VERSION=$$v \
-	        UCX_TARBALLS=$(UCX_TARBALLS) check-gtest || rc=1; \
-	done; exit $$rc
 
 # UCX's UCP tag suites with the speculative rendezvous forced on (about 12
 # minutes, mostly their own waits)
