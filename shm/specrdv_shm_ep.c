@@ -251,6 +251,19 @@ ucs_status_t uct_specrdv_shm_ep_get_bcopy(uct_ep_h tl_ep,
     return UCS_OK;
 }
 
+/* Whether the endpoint's peer is the interface instance at @a iface_addr */
+int uct_specrdv_shm_ep_is_connected(const uct_ep_h tl_ep,
+                                    const uct_iface_addr_t *iface_addr)
+{
+    const uct_specrdv_shm_iface_addr_t *addr = (const void*)iface_addr;
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+
+    return uct_specrdv_iface_addr_is_writer(iface_addr,
+                                            &uct_specrdv_shm_writer) &&
+           (ucs_derived_of(ep->peer, uct_specrdv_shm_peer_t)->nonce ==
+            addr->nonce);
+}
+
 ucs_status_t uct_specrdv_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp)
 {

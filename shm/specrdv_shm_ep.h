@@ -46,5 +46,7 @@ ucs_status_t uct_specrdv_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
 ucs_status_t uct_specrdv_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                       uct_completion_t *comp);
+int uct_specrdv_shm_ep_is_connected(const uct_ep_h tl_ep,
+                                    const uct_iface_addr_t *iface_addr);
 
 #endif

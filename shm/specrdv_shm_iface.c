@@ -163,6 +163,7 @@ uct_specrdv_shm_iface_is_reachable(const uct_iface_h tl_iface,
     return 1;
 }
 UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(uct_specrdv_shm_iface_is_reachable)
+UCT_SPECRDV_EP_IS_CONNECTED_DEFINE(uct_specrdv_shm_ep_is_connected)
 
 /* What ucx_cma does: Yama's ptrace_scope decides whether a process of the
  * same user may reach this one's memory */
@@ -236,7 +237,8 @@ static uct_iface_ops_t uct_specrdv_shm_iface_tl_ops = {
 
 static uct_iface_internal_ops_t uct_specrdv_shm_iface_internal_ops = {
     UCT_SPECRDV_INTERNAL_OPS(uct_specrdv_shm_iface_estimate_perf,
-                             uct_specrdv_shm_iface_is_reachable)
+                             uct_specrdv_shm_iface_is_reachable,
+                             uct_specrdv_shm_ep_is_connected)
 };
 
 static ucs_status_t

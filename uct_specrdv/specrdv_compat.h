@@ -152,10 +152,10 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
 
 /* --- interface ---------------------------------------------------------- */
 
-/* Reachability: from 1.18 UCP asks through the internal ops, with params;
- * the writer's check keeps (iface, device address, iface address).
- * UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(_fn) makes _fn##_v2 where it is
- * needed; the ops tables take the two macros below. */
+/* Reachability and connection: from 1.18 UCP asks through the internal ops,
+ * with params; the writer's checks keep (iface, device address, iface
+ * address) and (ep, iface address).  The _DEFINE macros make _fn##_v2 where
+ * it is needed; the ops tables take the macros below. */
 #if UCT_SPECRDV_UCX_AT_LEAST(1, 18)
 #  define UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(_fn) \
     static int _fn##_v2(const uct_iface_h tl_iface, \
@@ -165,18 +165,26 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
                _fn(tl_iface, params->device_addr, params->iface_addr) && \
                uct_iface_scope_is_reachable(tl_iface, params); \
     }
+#  define UCT_SPECRDV_EP_IS_CONNECTED_DEFINE(_fn) \
+    static int _fn##_v2(const uct_ep_h tl_ep, \
+                        const uct_ep_is_connected_params_t *params) \
+    { \
+        return (params->field_mask & UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR) && \
+               _fn(tl_ep, params->iface_addr); \
+    }
 #  define UCT_SPECRDV_IFACE_OPS_IS_REACHABLE(_fn) \
     .iface_is_reachable = uct_base_iface_is_reachable
-#  define UCT_SPECRDV_INTERNAL_OPS_V2(_fn) \
+#  define UCT_SPECRDV_INTERNAL_OPS_V2(_is_reachable, _is_connected) \
     .ep_connect_to_ep_v2   = (uct_ep_connect_to_ep_v2_func_t) \
                                      ucs_empty_function_return_unsupported, \
-    .iface_is_reachable_v2 = _fn##_v2, \
-    .ep_is_connected       = uct_base_ep_is_connected,
+    .iface_is_reachable_v2 = _is_reachable##_v2, \
+    .ep_is_connected       = _is_connected##_v2,
 #else
 #  define UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(_fn)
+#  define UCT_SPECRDV_EP_IS_CONNECTED_DEFINE(_fn)
 #  define UCT_SPECRDV_IFACE_OPS_IS_REACHABLE(_fn) \
     .iface_is_reachable = _fn
-#  define UCT_SPECRDV_INTERNAL_OPS_V2(_fn)
+#  define UCT_SPECRDV_INTERNAL_OPS_V2(_is_reachable, _is_connected)
 #endif
 
 /* the shared-memory base's same-host check, in the writer's shape */
@@ -205,14 +213,14 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
 #endif
 
 /* the internal ops of a writer's interface */
-#define UCT_SPECRDV_INTERNAL_OPS(_estimate_perf, _is_reachable) \
+#define UCT_SPECRDV_INTERNAL_OPS(_estimate_perf, _is_reachable, _is_connected) \
     UCT_SPECRDV_INTERNAL_OPS_QUERY_V2 \
     .iface_estimate_perf = _estimate_perf, \
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function, \
     .ep_query            = (uct_ep_query_func_t) \
                                    ucs_empty_function_return_unsupported, \
     .ep_invalidate       = uct_specrdv_ep_invalidate, \
-    UCT_SPECRDV_INTERNAL_OPS_V2(_is_reachable)
+    UCT_SPECRDV_INTERNAL_OPS_V2(_is_reachable, _is_connected)
 
 /* From 1.18 an intra-node transport is one without this flag */
 #ifndef UCT_IFACE_FLAG_INTER_NODE

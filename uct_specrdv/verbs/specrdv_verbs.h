@@ -460,5 +460,7 @@ ucs_status_t uct_specrdv_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
 ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
                                         uct_completion_t *comp);
+int uct_specrdv_verbs_ep_is_connected(const uct_ep_h tl_ep,
+                                      const uct_iface_addr_t *iface_addr);
 
 #endif

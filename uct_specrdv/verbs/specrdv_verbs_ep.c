@@ -392,6 +392,18 @@ ucs_status_t uct_specrdv_verbs_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
+/* Whether the endpoint's peer is the interface instance at @a iface_addr */
+int uct_specrdv_verbs_ep_is_connected(const uct_ep_h tl_ep,
+                                      const uct_iface_addr_t *iface_addr)
+{
+    const uct_specrdv_verbs_iface_addr_t *addr = (const void*)iface_addr;
+    uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
+
+    return uct_specrdv_iface_addr_is_writer(iface_addr,
+                                            &uct_specrdv_verbs_writer) &&
+           (uct_specrdv_verbs_peer(ep->peer)->nonce == addr->nonce);
+}
+
 /* The peer's liveness is its TCP connection, watched from progress: a peer
  * found dead has failed its endpoints already.  One that closed its
  * interface is gone too, for an endpoint still pointing at it. */

@@ -207,6 +207,7 @@ uct_specrdv_verbs_iface_is_reachable(const uct_iface_h tl_iface,
            (iface_addr->slot_size == iface->super.conns.geom.slot_size);
 }
 UCT_SPECRDV_IFACE_IS_REACHABLE_DEFINE(uct_specrdv_verbs_iface_is_reachable)
+UCT_SPECRDV_EP_IS_CONNECTED_DEFINE(uct_specrdv_verbs_ep_is_connected)
 
 static unsigned uct_specrdv_verbs_iface_progress(uct_iface_h tl_iface)
 {
@@ -318,7 +319,8 @@ static uct_iface_ops_t uct_specrdv_verbs_iface_tl_ops = {
 
 static uct_iface_internal_ops_t uct_specrdv_verbs_iface_internal_ops = {
     UCT_SPECRDV_INTERNAL_OPS(uct_base_iface_estimate_perf,
-                             uct_specrdv_verbs_iface_is_reachable)
+                             uct_specrdv_verbs_iface_is_reachable,
+                             uct_specrdv_verbs_ep_is_connected)
 };
 
 static ucs_status_t
