@@ -161,9 +161,16 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
     static int _fn##_v2(const uct_iface_h tl_iface, \
                         const uct_iface_is_reachable_params_t *params) \
     { \
-        return uct_iface_is_reachable_params_addrs_valid(params) && \
-               _fn(tl_iface, params->device_addr, params->iface_addr) && \
-               uct_iface_scope_is_reachable(tl_iface, params); \
+        if (!uct_iface_is_reachable_params_addrs_valid(params)) { \
+            return 0; \
+        } \
+        if (!_fn(tl_iface, params->device_addr, params->iface_addr)) { \
+            /* UCP logs why a lane was not chosen */ \
+            uct_iface_fill_info_str_buf(params, "not a specrdv interface " \
+                                        "of this writer with these slots"); \
+            return 0; \
+        } \
+        return uct_iface_scope_is_reachable(tl_iface, params); \
     }
 #  define UCT_SPECRDV_EP_IS_CONNECTED_DEFINE(_fn) \
     static int _fn##_v2(const uct_ep_h tl_ep, \
