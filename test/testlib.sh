@@ -46,17 +46,27 @@ expect() {
 }
 
 # How many UCX_SPECRDV_REPORT lines in TEXT satisfy CONDITION, an awk
-# expression over c["COUNTER"] (that line's counters)
+# expression over c["COUNTER"] (that line's counters).  Open MPI 5 forwards
+# a rank's output in pieces: another rank's line can land inside one, and
+# the rest follow on a line of its own.  So each report starts at its
+# "[host] ucx-spec:" and a piece that starts with none continues the last
+# report not yet complete (its last counter, TX_GATHERED, not yet seen).
 # usage: specrdv_reports TEXT CONDITION
 specrdv_reports() {
-    # one report a line: Open MPI 5 may join two ranks' lines
     sed 's/\[[^] ]*\] ucx-spec:/\n&/g' <<<"$1" |
-    awk '/ucx-spec: specrdv .* iface/ {
-             delete c
-             for (i = 1; i < NF; ++i) { c[$i] = $(i + 1) }
-             if ('"$2"') { ++n }
-         }
-         END { print n + 0 }'
+    awk 'function done_(r) { return r ~ /TX_GATHERED [0-9]+/ }
+         /^\[[^] ]*\] ucx-spec: specrdv .* iface/ { rep[++n] = $0; next }
+         /^\[[^] ]*\] ucx-spec:/ { next }
+         { for (i = n; i > 0; --i) if (!done_(rep[i])) { rep[i] = rep[i] $0; break } }
+         END {
+             for (r = 1; r <= n; ++r) {
+                 delete c
+                 m = split(rep[r], f, " ")
+                 for (i = 1; i < m; ++i) { c[f[i]] = f[i + 1] }
+                 if ('"$2"') { ++k }
+             }
+             print k + 0
+         }'
 }
 
 # The specrdv reports of `turns_verify 2000 6` on three ranks
