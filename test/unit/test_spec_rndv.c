@@ -1036,9 +1036,11 @@ static void test_idle_sender_delay(void **state)
     assert_true(sr->done);
     ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
     if (!under_valgrind()) {
-        /* UCX's clock (the TSC, calibrated at start) runs off under
-         * valgrind's emulation: the order still holds there, not the span */
-        assert_true(ms >= 45);
+        /* UCX's clock is the TSC, calibrated at start: under valgrind's
+         * emulation it runs off, and on a loaded machine its calibration
+         * can be tens of percent off (seen in the Debian 13 root: under
+         * 45 ms of the 50).  Without the delay the copy comes at once */
+        assert_true(ms >= 25);
     }
     assert_int_equal(S_DELTA(fx, copy_claimed), 1);
     check_data(fx, 1, 1, BIG, BIG);
