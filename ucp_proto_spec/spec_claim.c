@@ -85,21 +85,6 @@ int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
            (ucp_ep_get_tl_rsc(ep, get)->dev_type == UCT_DEVICE_TYPE_SHM);
 }
 
-ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
-                                 ucp_proto_spec_memh_t memh, void *address,
-                                 size_t length, void *buffer)
-{
-    ucp_memory_info_t mem_info = {
-        .type    = UCS_MEMORY_TYPE_HOST,
-        .sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN
-    };
-
-    return ucp_proto_spec_rkey_pack_memh(ep->worker->context, md_map, memh,
-                                         address, length, &mem_info,
-                                         ucp_ep_config(ep)->uct_rkey_pack_flags,
-                                         buffer);
-}
-
 static ucs_status_t ucp_proto_spec_claim_page_create(ucp_proto_spec_worker_t *spec)
 {
     size_t size = UCP_PROTO_SPEC_CLAIM_SLOTS * sizeof(uint64_t);

@@ -37,6 +37,23 @@ void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec)
 }
 
 
+/* A host buffer's key, for the RTR, the OFFER and the RTR-ACK that offers */
+ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
+                                 ucp_proto_spec_memh_t memh, void *address,
+                                 size_t length, void *buffer)
+{
+    ucp_memory_info_t mem_info = {
+        .type    = UCS_MEMORY_TYPE_HOST,
+        .sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN
+    };
+
+    return ucp_proto_spec_rkey_pack_memh(ep->worker->context, md_map, memh,
+                                         address, length, &mem_info,
+                                         ucp_ep_config(ep)->uct_rkey_pack_flags,
+                                         buffer);
+}
+
+
 /*
  * Control messages (RTR-ACK, REVOKE, REVOKE-ACK, OFFER) go on the endpoint's
  * AM lane like UCX's own ATS and ATP, behind anything already pending there:
@@ -125,10 +142,9 @@ ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
 
 
 #define UCP_PROTO_SPEC_MSG_ENTRY(_type, _name, _hdr) \
-    [UCP_PROTO_SPEC_MSG_##_type] = { #_type, sizeof(_hdr), \
+    [UCP_PROTO_SPEC_MSG_##_type] = { sizeof(_hdr), \
                                      ucp_proto_spec_##_name##_handler },
 static const struct {
-    const char       *name;
     size_t           min_length;
     uct_am_callback_t handler;
 } ucp_proto_spec_msgs[] = {

@@ -398,6 +398,9 @@ size_t ucp_proto_spec_msg_seal(void *dest, size_t length,
 UCP_PROTO_SPEC_MSGS(UCP_PROTO_SPEC_MSG_HANDLER)
 #undef UCP_PROTO_SPEC_MSG_HANDLER
 void ucp_proto_spec_early_progress(ucp_proto_spec_worker_t *spec);
+ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
+                                 ucp_proto_spec_memh_t memh, void *address,
+                                 size_t length, void *buffer);
 
 /* spec_claim.c: the idle side copies */
 int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec,
@@ -424,9 +427,6 @@ ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       ucp_request_t *carrier,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length);
-ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
-                                 ucp_proto_spec_memh_t memh, void *address,
-                                 size_t length, void *buffer);
 void ucp_proto_spec_claim_ep_cleanup(ucp_proto_spec_worker_t *spec,
                                      ucp_ep_h ep);
 void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec);

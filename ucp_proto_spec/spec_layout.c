@@ -39,7 +39,7 @@
 static int ucp_proto_spec_layout_field(const char *text, const char *key,
                                        char *value, size_t max)
 {
-    const char *line = text, *p, *end;
+    const char *line, *p, *end;
     size_t key_len   = strlen(key), len;
 
     for (line = text; line != NULL; line = strchr(line, '\n')) {

@@ -202,7 +202,6 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     ucp_proto_spec_rreq_t *sr = carrier->send.buffer;
     ucp_worker_h worker       = carrier->send.ep->worker;
     ucp_proto_spec_worker_t *spec = worker->spec;
-    ucp_memory_info_t mem_info;
     size_t rkey_size;
     ucs_status_t status;
     ssize_t packed;
@@ -219,16 +218,12 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
                                worker->context,
                                ucp_proto_spec_rreq_md_map(sr->rreq));
     sr->rkey.buffer  = ucs_alloca(rkey_size);
-    mem_info.type    = ucp_proto_spec_rreq_mem_type(sr->rreq);
-    mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    packed           = ucp_proto_spec_rkey_pack_memh(
-                               worker->context,
+    packed           = ucp_proto_spec_rkey_pack(
+                               carrier->send.ep,
                                ucp_proto_spec_rreq_md_map(sr->rreq),
                                ucp_proto_spec_rreq_memh(sr->rreq),
                                ucp_proto_spec_rreq_buffer(sr->rreq),
-                               ucp_proto_spec_rreq_length(sr->rreq), &mem_info,
-                               ucp_ep_config(carrier->send.ep)->
-                                       uct_rkey_pack_flags,
+                               ucp_proto_spec_rreq_length(sr->rreq),
                                sr->rkey.buffer);
     if (packed < 0) {
         ucs_diag("spec: cannot pack the key of receive %p (%s): no RTR",
