@@ -104,6 +104,10 @@ typedef ucs_rcache_config_t uct_specrdv_rcache_config_t;
 #  define uct_specrdv_rcache_get(_rc, _a, _l, _prot, _arg, _r) \
     ucs_rcache_get(_rc, _a, _l, ucs_get_page_size(), _prot, _arg, _r)
 #  define uct_specrdv_rcache_params_align(_p)     /* per ucs_rcache_get() */
+/* called whenever a new region overlaps a cached one: ours keep nothing per
+ * region that a merge would have to combine */
+#  define UCT_SPECRDV_RCACHE_OPS_MERGE \
+    .merge = (void*)ucs_empty_function,
 static UCS_F_MAYBE_UNUSED double
 uct_specrdv_rcache_overhead(const uct_specrdv_rcache_config_t *config)
 {
@@ -120,6 +124,7 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
 #  define uct_specrdv_rcache_params_align(_p) \
     (_p)->max_alignment = ucs_get_page_size()
 #  define uct_specrdv_rcache_overhead(_c)         uct_md_rcache_overhead(_c)
+#  define UCT_SPECRDV_RCACHE_OPS_MERGE
 #endif
 
 /* rkey_compare: UCP compares keys from 1.18 */

@@ -230,7 +230,8 @@ static void uct_specrdv_verbs_rcache_dump_region(void *context,
 static ucs_rcache_ops_t uct_specrdv_verbs_rcache_ops = {
     .mem_reg     = uct_specrdv_verbs_rcache_mem_reg,
     .mem_dereg   = uct_specrdv_verbs_rcache_mem_dereg,
-    .dump_region = uct_specrdv_verbs_rcache_dump_region
+    .dump_region = uct_specrdv_verbs_rcache_dump_region,
+    UCT_SPECRDV_RCACHE_OPS_MERGE
 };
 
 /* As UCX's ib memory domain keeps its registrations (uct_ib_md_parse_reg_methods) */
