@@ -32,7 +32,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 .PHONY: all build print-prefix deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-model check-mpi check-conformance \
-        check-rdma check-debian13 stress-mpi \
+        check-rdma check-debian13 stress-mpi rdma-progs \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
 
@@ -136,6 +136,7 @@ check-mpi: build
 DEBIAN13_VERSIONS ?= 1.18.1 1.22.0
 check-debian13:
 	@$(CLEAN_ENV) UCX_TARBALLS=$(UCX_TARBALLS) \
+	    RDMA_GTEST_FILTER='$(RDMA_GTEST_FILTER)' \
 	    $(REPO)/test/debian13/run $(DEBIAN13_VERSIONS)
 
 # MPICH's own test suite (pt2pt, rma, coll) through Debian's MPICH and Open
@@ -193,8 +194,8 @@ check-asan: deps
 # (test/rdma/guest) boots Debian's kernel and runs them against our build.
 # The MPI programs the guest runs, built with Open MPI (and the ping-pong
 # with MPICH too) into one folder
-# UCX's UCT suites on specrdv's devices in the guest: shm and rxe0:1, all
-# but the performance envelopes, which measure only the emulator (minutes)
+# UCX's UCT suites on specrdv's rxe0:1 in the guest (check-gtest runs shm's),
+# all but the performance envelopes, which measure only the emulator
 RDMA_GTEST_FILTER = specrdv/*-specrdv/test_uct_perf.*:specrdv/test_uct_loopback.envelope/*
 
 RDMA_MPI = $(BUILD_DIR)/test/rdma-mpi
@@ -214,14 +215,17 @@ $(RDMA_MPI)/%.mpich: $(REPO)/test/mpi/%.c
 	@mkdir -p $(@D)
 	mpicc.mpich -O2 -Wall -Werror -o $@ $<
 
+# what the guest's checks run, for test/debian13/run to build in its root
+rdma-progs: $(RDMA_MPI_PROGS) $(BARRIER_LIBS)
+
 check-rdma: build
 	@$(REPO)/contrib/install-deps rdma
-	@$(MAKE) --no-print-directory $(RDMA_MPI_PROGS) $(BARRIER_LIBS)
+	@$(MAKE) --no-print-directory rdma-progs
 	@$(REPO)/contrib/ucx-gtest $(BUILD_DIR) --build-only
 	@rc=0; $(REPO)/test/rdma/selftest || rc=1; \
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -t 1500 -- \
 	    $(REPO)/test/rdma/check $(PREFIX) $(RDMA_MPI) || rc=1; \
-	$(CLEAN_ENV) $(REPO)/test/rdma/guest -t 1200 -- \
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -t 1200 -e GTEST_PARAM=/rxe0:1 -- \
 	    $(REPO)/contrib/ucx-gtest $(BUILD_DIR) '$(RDMA_GTEST_FILTER)' || rc=1; \
 	exit $$rc
 
