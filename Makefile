@@ -13,12 +13,15 @@ UCX_VERSION ?= 1.13.1
 unexport UCX_VERSION UCX_TARBALLS
 BOOTSTRAP   = UCX_VERSION=$(UCX_VERSION) UCX_TARBALLS=$(UCX_TARBALLS) \
               $(REPO)/contrib/ucx-bootstrap
+# (and the figures of the other versions go to perf/results/NAME-VERSION.*)
 ifeq ($(UCX_VERSION),1.13.1)
 BUILD_DIR  ?= $(REPO)/build
 ASAN_DIR   ?= $(REPO)/build-asan
+VERSION_SUFFIX =
 else
 BUILD_DIR  ?= $(REPO)/build-$(UCX_VERSION)
 ASAN_DIR   ?= $(REPO)/build-asan-$(UCX_VERSION)
+VERSION_SUFFIX = -$(UCX_VERSION)
 endif
 PREFIX      = $(BUILD_DIR)/prefix
 GTEST_FILTER ?= specrdv/*
@@ -257,9 +260,9 @@ bench-shm: build
 	@$(REPO)/contrib/install-deps bench
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory $(POLL_COST)
-	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm.csv
-	$(REPO)/perf/report $(RESULTS)/shm.csv --baseline posix
-	@cat $(RESULTS)/shm.md
+	$(CLEAN_ENV) $(REPO)/perf/bench-shm $(PREFIX) $(RESULTS)/shm$(VERSION_SUFFIX).csv
+	$(REPO)/perf/report $(RESULTS)/shm$(VERSION_SUFFIX).csv --baseline posix
+	@cat $(RESULTS)/shm$(VERSION_SUFFIX).md
 
 # perf/bench-mpi's set $(1) (empty: its default) into $(RESULTS)/$(2).csv,
 # ratios to posix+cma
@@ -268,9 +271,9 @@ define bench_mpi_set
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory $(MPI_BENCH)
 	BENCH_SET=$(1) $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
-	    $(RESULTS)/$(2).csv
-	$(REPO)/perf/report $(RESULTS)/$(2).csv --baseline posix+cma
-	@cat $(RESULTS)/$(2).md
+	    $(RESULTS)/$(2)$(VERSION_SUFFIX).csv
+	$(REPO)/perf/report $(RESULTS)/$(2)$(VERSION_SUFFIX).csv --baseline posix+cma
+	@cat $(RESULTS)/$(2)$(VERSION_SUFFIX).md
 endef
 
 # MPI ping-pong and streaming bandwidth through Open MPI, 2 ranks bound:
