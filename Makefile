@@ -34,7 +34,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
 
 .PHONY: all build print-prefix deps demo check check-unit check-integration check-asan \
         check-gtest check-gtest-spec check-rdma-asan \
-        check-valgrind check-fuzz check-model check-mpi check-conformance \
+        check-valgrind check-fuzz check-docs check-model check-mpi check-conformance \
         check-rdma check-debian13 stress-mpi rdma-progs \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
         bench-rdma bench-barrier gtest clean
@@ -59,7 +59,7 @@ demo: build
 # --------------------------------------------------------------------- tests
 # Every stage runs, a failed one too, and says what it cost: CI's budget is
 # measured stage by stage
-CHECK_STAGES = check-unit check-model check-fuzz check-integration check-mpi \
+CHECK_STAGES = check-unit check-docs check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
                check-asan check-rdma check-rdma-asan check-debian13
 check: build
@@ -102,6 +102,11 @@ check-unit: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 
 check-integration:
 	@$(CLEAN_ENV) $(REPO)/test/integration/run $(PREFIX)
+
+# The docs and the code agree where a script can tell: variables against
+# ucx_info -c -f both ways, file paths, patches (test/docs/check)
+check-docs: build
+	@$(CLEAN_ENV) $(REPO)/test/docs/check $(PREFIX)
 
 # spin on the protocol models: clean runs and seeded faults
 check-model:

@@ -22,7 +22,8 @@
 ucs_config_field_t uct_specrdv_shm_config_table[] = {
     {"SHM_FIFO_SIZE", "64",
      "Elements in the fallback FIFO, shared by all senders to an interface; a\n"
-     "power of 2. Each is SLOT_SIZE bytes.",
+     "power of 2. Each holds one message: a slot, and a cache line for its\n"
+     "header.",
      ucs_offsetof(uct_specrdv_shm_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
 
     {"SHM_MAX_PEERS", "256",

@@ -1,13 +1,13 @@
 /**
  * ucx-spec: speculative rendezvous, the hooks UCX calls.
  *
- * contrib/patches/0003-ucp-speculative-rendezvous-hooks.patch adds one call
+ * contrib/patches/VERSION/0003-ucp-speculative-rendezvous-hooks.patch adds one call
  * to each of these at the place named beside it; everything else lives in
  * this directory.  Every hook returns at once when speculation is off
  * (worker->spec == NULL), and those on every tag send, receive and arrival
  * also while no envelope is known: they are inline tests here, so that a
- * stream of small messages pays no call per message (one cost 10-20 % of
- * Open MPI's 8-byte streaming bandwidth on shared memory).
+ * stream of small messages pays no call per message (a call each cost a
+ * visible share of Open MPI's 8-byte streaming bandwidth on shared memory).
  *
  * See file LICENSE for terms.
  */

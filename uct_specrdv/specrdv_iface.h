@@ -2,7 +2,8 @@
  * ucx-spec: specrdv interface, the part shared by every writer.
  *
  * It holds the connection layer (specrdv_conn.h) and is its UCT face:
- * delivery of active messages, descriptors kept by the user, endpoint errors,
+ * delivery of active messages (the user copies what it keeps: no
+ * descriptor outlives its callback), endpoint errors,
  * pending requests, progress.  A writer's interface derives from it, opens
  * the memory its rings live in, and supplies the wire acts.
  *

@@ -3,8 +3,8 @@
  *
  * Two UCP workers in one process, so that the test alone decides who makes
  * progress and when: every figure of the paper (Rashti & Afsahi 2009, Figs.
- * 3, 7-11) and every case PROTOCOL.md leaves open is played in a fixed order
- * of posts and progress calls, then the control messages each side counted
+ * 3, 7-11) and every hazard of ucp_proto_spec/README.md is played in a fixed
+ * order of posts and progress calls, then the control messages each side counted
  * and every received byte are checked.  Runs over UCX's posix+cma and over
  * specrdv.
  *

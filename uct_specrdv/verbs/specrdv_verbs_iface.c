@@ -31,12 +31,12 @@ ucs_config_field_t uct_specrdv_verbs_config_table[] = {
 
     {"VERBS_RX_QUEUE_LEN", "256",
      "Receive buffers of the fallback channel, shared by every peer of an\n"
-     "interface (SRQ). Each is SLOT_SIZE bytes.",
+     "interface (SRQ). Each holds one message (at most a slot).",
      ucs_offsetof(uct_specrdv_verbs_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
     {"VERBS_FB_BUFS", "8",
-     "Send buffers of the fallback channel per peer, each SLOT_SIZE bytes; at\n"
+     "Send buffers of the fallback channel per peer, one message each; at\n"
      "least 2.",
      ucs_offsetof(uct_specrdv_verbs_config_t, fb_bufs), UCS_CONFIG_TYPE_UINT},
 
