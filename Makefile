@@ -181,11 +181,13 @@ stress-mpi: build
 # Every unit and integration test again under valgrind's memcheck: leaks and
 # invalid accesses fail the run.  Then the MPI barrier library under
 # memcheck through Open MPI, whose own records are not ours to fail on.
+# UCX's own suppressions come from the version's tree
+VALGRIND_UCX = UCX_SPEC_SRC=$(BUILD_DIR)/ucx-$(UCX_VERSION)
 check-valgrind: $(addprefix $(BUILD_DIR)/test/unit/,$(UNIT_NAMES))
 	@$(REPO)/contrib/install-deps mpi
 	@$(MAKE) --no-print-directory $(BARRIER_LIBS)
-	@$(call run_units,$(BUILD_DIR),$(REPO)/test/valgrind-wrap); \
-	$(CLEAN_ENV) UCX_SPEC_TEST_WRAP=$(REPO)/test/valgrind-wrap \
+	@$(call run_units,$(BUILD_DIR),$(VALGRIND_UCX) $(REPO)/test/valgrind-wrap); \
+	$(CLEAN_ENV) $(VALGRIND_UCX) UCX_SPEC_TEST_WRAP=$(REPO)/test/valgrind-wrap \
 	    $(REPO)/test/integration/run $(PREFIX) || rc=1; \
 	$(CLEAN_ENV) $(REPO)/test/mpi/valgrind-mpi $(PREFIX) \
 	    $(BUILD_DIR)/test/mpi || rc=1; exit $$rc
