@@ -92,6 +92,15 @@ static ucs_status_t uct_specrdv_shm_iface_query(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+/* The transport's bandwidth with the sender's copy in series */
+static void uct_specrdv_shm_zcopy_bandwidth(uct_ppn_bandwidth_t *bw)
+{
+    double wire = ucs_max(bw->dedicated, bw->shared);
+
+    bw->dedicated = 1.0 / ((1.0 / wire) + (1.0 / UCT_SPECRDV_SHM_COPY_BW));
+    bw->shared    = 0;
+}
+
 static ucs_status_t
 uct_specrdv_shm_iface_estimate_perf(uct_iface_h tl_iface,
                                     uct_perf_attr_t *perf_attr)
@@ -113,6 +122,23 @@ uct_specrdv_shm_iface_estimate_perf(uct_iface_h tl_iface,
         if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
             perf_attr->recv_overhead = UCT_SPECRDV_SHM_AM_OVERHEAD;
         }
+    }
+
+    /* This writer cannot gather: its am_zcopy copies into the slot as bcopy
+     * does, then completes.  UCP's v2 prices zero-copy with no sender copy
+     * and, from 1.20, without the wait for its completion, so it chose
+     * zero-copy over short from 1 byte for a send without fast completion
+     * (Open MPI's isend).  The copy goes into the bandwidth, the completion
+     * into the post overhead: short then wins up to its limit. */
+    if (op == UCT_EP_OP_AM_ZCOPY) {
+        if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
+            perf_attr->send_post_overhead = UCT_SPECRDV_SHM_AM_OVERHEAD;
+        }
+        if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
+            uct_specrdv_shm_zcopy_bandwidth(&perf_attr->bandwidth);
+        }
+        uct_specrdv_perf_attr_path_bandwidth(perf_attr,
+                                             uct_specrdv_shm_zcopy_bandwidth);
     }
     return UCS_OK;
 }

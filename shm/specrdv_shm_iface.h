@@ -32,6 +32,10 @@
 #define UCT_SPECRDV_SHM_AM_OVERHEAD  10e-9
 #define UCT_SPECRDV_SHM_RMA_OVERHEAD 2e-6
 
+/* Bytes per second of the sender's copy into a slot, as UCP's v2 prices a
+ * bcopy by default (UCX_BCOPY_BW=auto) */
+#define UCT_SPECRDV_SHM_COPY_BW      (7000.0 * UCS_MBYTE)
+
 
 typedef struct uct_specrdv_shm_peer uct_specrdv_shm_peer_t;
 

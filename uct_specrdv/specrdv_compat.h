@@ -234,6 +234,20 @@ typedef uct_md_rcache_config_t uct_specrdv_rcache_config_t;
     .ep_invalidate       = uct_specrdv_ep_invalidate, \
     UCT_SPECRDV_INTERNAL_OPS_V2(_is_reachable, _is_connected)
 
+/* An estimate's path bandwidth (1.22.0 has it, 1.18.1 not): where an
+ * operation's bandwidth changes, _adjust(&path_bandwidth) changes it alike */
+#if UCT_SPECRDV_UCX_AT_LEAST(1, 22)
+#  define uct_specrdv_perf_attr_path_bandwidth(_perf_attr, _adjust) \
+    do { \
+        if ((_perf_attr)->field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH) { \
+            _adjust(&(_perf_attr)->path_bandwidth); \
+        } \
+    } while (0)
+#else
+#  define uct_specrdv_perf_attr_path_bandwidth(_perf_attr, _adjust) \
+    do { } while (0)
+#endif
+
 /* From 1.18 an intra-node transport is one without this flag */
 #ifndef UCT_IFACE_FLAG_INTER_NODE
 #  define UCT_IFACE_FLAG_INTER_NODE 0

@@ -86,6 +86,18 @@ static void test_iface_open_query_close(void **state)
     perf.operation  = UCT_EP_OP_AM_ZCOPY;
     assert_int_equal(uct_iface_estimate_perf(iface, &perf), UCS_OK);
     assert_true(perf.send_pre_overhead < 100e-9);
+
+    /* The shm writer's am_zcopy copies as bcopy does, then completes: UCP's
+     * v2 must not find it cheaper than a short send of any size */
+    perf.field_mask = UCT_PERF_ATTR_FIELD_OPERATION |
+                      UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD |
+                      UCT_PERF_ATTR_FIELD_BANDWIDTH;
+    assert_int_equal(uct_iface_estimate_perf(iface, &perf), UCS_OK);
+    assert_true(perf.send_post_overhead > 0);
+    assert_true(perf.bandwidth.dedicated + perf.bandwidth.shared <
+                attr.bandwidth.dedicated / 2);
+    perf.field_mask = UCT_PERF_ATTR_FIELD_OPERATION |
+                      UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD;
     if (attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) {
         assert_true(attr.overhead >= 1e-6);
         perf.operation = UCT_EP_OP_GET_ZCOPY;
