@@ -119,7 +119,7 @@ static ucs_status_t
 uct_specrdv_rkey_unpack_key(uct_component_t *component, const void *rkey_buffer,
                             uct_rkey_t *rkey_p, void **handle_p)
 {
-    *rkey_p   = *(const uct_specrdv_packed_rkey_t*)rkey_buffer;
+    *rkey_p   = uct_specrdv_packed_rkey_load(rkey_buffer);
     *handle_p = NULL;
     return UCS_OK;
 }

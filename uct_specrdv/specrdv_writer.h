@@ -70,6 +70,23 @@ typedef struct uct_specrdv_md_config {
  * rkeys of all its writers alike; where none is needed it is 0 */
 typedef uint32_t uct_specrdv_packed_rkey_t;
 
+/* UCP hands an rkey buffer at any offset of its packed keys (1.22.0: odd
+ * ones), so the key is copied in and out, never stored through a cast */
+static inline void
+uct_specrdv_packed_rkey_store(void *rkey_buffer, uct_specrdv_packed_rkey_t rkey)
+{
+    memcpy(rkey_buffer, &rkey, sizeof(rkey));
+}
+
+static inline uct_specrdv_packed_rkey_t
+uct_specrdv_packed_rkey_load(const void *rkey_buffer)
+{
+    uct_specrdv_packed_rkey_t rkey;
+
+    memcpy(&rkey, rkey_buffer, sizeof(rkey));
+    return rkey;
+}
+
 
 extern uct_component_t uct_specrdv_component;
 

@@ -181,8 +181,8 @@ uct_specrdv_verbs_md_mem_dereg(uct_md_h tl_md,
 
 static ucs_status_t uct_specrdv_verbs_md_pack(uct_mem_h memh, void *rkey_buffer)
 {
-    *(uct_specrdv_packed_rkey_t*)rkey_buffer =
-            ((uct_specrdv_verbs_mem_t*)memh)->mr->rkey;
+    uct_specrdv_packed_rkey_store(rkey_buffer,
+                                  ((uct_specrdv_verbs_mem_t*)memh)->mr->rkey);
     return UCS_OK;
 }
 UCT_SPECRDV_MD_MKEY_PACK_DEFINE(uct_specrdv_verbs_md_mkey_pack,
