@@ -18,6 +18,17 @@ run_test() {
     fi
 }
 
+# Runs CMD with its stdout and stderr into the caller's variable out (local
+# there) and prints them: a run that fails shows what it said before the
+# test stops on its status (run_test's set -e).
+# usage: capture CMD [ARG]...
+capture() {
+    local rc=0
+    out=$("$@" 2>&1) || rc=$?
+    echo "$out"
+    return $rc
+}
+
 # Runs SERVER... in the background, then CLIENT...: both under PAIR_TIMEOUT
 # seconds, both must succeed.  Their output stays in $TEST_LOGS/server.out
 # and client.out, and is shown when either fails.
