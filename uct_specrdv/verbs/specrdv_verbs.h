@@ -142,7 +142,7 @@ typedef struct uct_specrdv_verbs_iface {
     void                      *rx_mem;      /* rings, then receive buffers */
     struct ibv_mr             *rx_mr;
     uint8_t                   *fb_rx;       /* receive buffers */
-    size_t                    fb_size;      /* header + the ring's payload */
+    size_t                    fb_size;      /* header + ring payload, aligned */
     uct_specrdv_verbs_word_t  *words;       /* by peer id */
     struct ibv_mr             *words_mr;
     uct_specrdv_verbs_peer_t  **by_id;

@@ -394,8 +394,11 @@ static ucs_status_t uct_specrdv_verbs_iface_rx_init(uct_specrdv_verbs_iface_t *i
     unsigned i;
 
     ring_bytes        = (size_t)conns->geom.num_slots * conns->geom.slot_size;
-    iface->fb_size    = sizeof(uct_specrdv_hdr_t) +
-                        uct_specrdv_conns_max_payload(conns);
+    /* Rounded up so that every buffer's payload is as aligned as a ring
+     * slot's: writers store the AM header there as a uint64_t */
+    iface->fb_size    = ucs_align_up_pow2(sizeof(uct_specrdv_hdr_t) +
+                                          uct_specrdv_conns_max_payload(conns),
+                                          UCS_SYS_CACHE_LINE_SIZE);
     rings_bytes       = conns->num_rings * ring_bytes;
     rx_bytes          = rings_bytes + (size_t)iface->config.rx_queue_len *
                                       iface->fb_size;
