@@ -5,15 +5,18 @@ TEST_LOGS=$(mktemp -d)
 tests_passed=0 tests_failed=0
 
 run_test() {
-    local name=$1 rc
+    local name=$1 rc t0=$SECONDS
     # not in a condition: bash ignores set -e inside one, and every check of
     # the test must count, not just its last
     (set -e; "$name") >"$TEST_LOGS/$name.log" 2>&1
     rc=$?
+    # the seconds each test took: CI's budget is spent test by test
     if [ "$rc" = 0 ]; then
-        echo "PASS $name"; tests_passed=$((tests_passed + 1))
+        echo "PASS $name ($((SECONDS - t0)) s)"
+        tests_passed=$((tests_passed + 1))
     else
-        echo "FAIL $name"; sed 's/^/    /' "$TEST_LOGS/$name.log" | tail -n 30
+        echo "FAIL $name ($((SECONDS - t0)) s)"
+        sed 's/^/    /' "$TEST_LOGS/$name.log" | tail -n 30
         tests_failed=$((tests_failed + 1))
     fi
 }
