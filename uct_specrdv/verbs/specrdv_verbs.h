@@ -295,9 +295,15 @@ struct uct_specrdv_verbs_peer {
 };
 
 
+/* Control operations of the verbs writer */
+enum {
+    UCT_SPECRDV_VERBS_CTRL_RING_REQ   = 1, /* may I have a ring? */
+    UCT_SPECRDV_VERBS_CTRL_DISCONNECT = 2  /* last message */
+};
+
+
 extern uct_specrdv_writer_t uct_specrdv_verbs_writer;
 extern ucs_config_field_t uct_specrdv_verbs_config_table[];
-extern const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops;
 
 
 static UCS_F_ALWAYS_INLINE uct_specrdv_verbs_iface_t*
@@ -351,18 +357,35 @@ ucs_status_t uct_specrdv_verbs_port_gid(struct ibv_context *ctx,
                                         uint8_t *gid_index_p, union ibv_gid *gid,
                                         uint32_t *ip_p);
 
-/* specrdv_verbs_peer.c */
-ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
-                                        uint64_t nonce,
-                                        const struct sockaddr_in *addr,
-                                        uct_specrdv_verbs_peer_t **peer_p);
-void uct_specrdv_verbs_peer_destroy(uct_specrdv_verbs_iface_t *iface,
-                                    uct_specrdv_verbs_peer_t *peer);
-/* Destroy the peers marked to be reaped */
-void uct_specrdv_verbs_peers_reap(uct_specrdv_verbs_iface_t *iface);
-/* Its QP is ready: send what waited for it */
-void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
-                                      uct_specrdv_verbs_peer_t *peer);
+/* specrdv_verbs_conn.c: the connection's life */
+ucs_status_t uct_specrdv_verbs_conn_listen(uct_specrdv_verbs_iface_t *iface);
+void uct_specrdv_verbs_conn_cleanup(uct_specrdv_verbs_iface_t *iface);
+void uct_specrdv_verbs_conn_progress(uct_specrdv_verbs_iface_t *iface);
+/* The peer at @a addr whose interface drew @a nonce, made on first use */
+ucs_status_t uct_specrdv_verbs_conn_peer_get(uct_specrdv_verbs_iface_t *iface,
+                                             uint64_t nonce,
+                                             const struct sockaddr_in *addr,
+                                             uct_specrdv_verbs_peer_t **peer_p);
+void uct_specrdv_verbs_conn_peer_destroy(uct_specrdv_verbs_iface_t *iface,
+                                         uct_specrdv_verbs_peer_t *peer);
+/* Connect our QP to the peer; UCS_INPROGRESS until it is ready */
+ucs_status_t uct_specrdv_verbs_conn_connect(uct_specrdv_verbs_iface_t *iface,
+                                            uct_specrdv_verbs_peer_t *peer);
+/* The wire ops' connect: the same, the message waiting meanwhile */
+ucs_status_t uct_specrdv_verbs_conn_start(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *generic);
+/* Whether the peer's TCP connection is still open at its end */
+int uct_specrdv_verbs_conn_alive(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *generic);
+/* An RC QP as the interface's QPs are made; *max_inline_p: the inline size
+ * the device granted */
+struct ibv_qp *uct_specrdv_verbs_conn_create_qp(uct_specrdv_verbs_iface_t *iface,
+                                               unsigned *max_inline_p);
+
+/* specrdv_verbs_wire.c: the send path and the fallback channel */
+/* Its QP is ready: send what waited in the fallback buffers */
+void uct_specrdv_verbs_fb_send_waiting(uct_specrdv_verbs_iface_t *iface,
+                                       uct_specrdv_verbs_peer_t *peer);
 /* Post one work request on the peer's QP, numbered and signalled as the
  * moderation says or as @a signal asks */
 ucs_status_t uct_specrdv_verbs_peer_post(uct_specrdv_verbs_iface_t *iface,
@@ -399,22 +422,53 @@ void uct_specrdv_verbs_peer_answer(uct_specrdv_verbs_iface_t *iface,
  * status */
 void uct_specrdv_verbs_peer_purge_comps(uct_specrdv_verbs_peer_t *peer,
                                         ucs_status_t status);
+/* The peer's early messages, held for their turn, that will never have it:
+ * their buffers go back to the receive queue */
+void uct_specrdv_verbs_rx_drop_held(uct_specrdv_verbs_iface_t *iface,
+                                    uint32_t src);
 
-/* specrdv_verbs_wireup.c */
-ucs_status_t uct_specrdv_verbs_wireup_listen(uct_specrdv_verbs_iface_t *iface);
-void uct_specrdv_verbs_wireup_cleanup(uct_specrdv_verbs_iface_t *iface);
-/* Connect our QP to the peer; UCS_INPROGRESS until it is ready */
-ucs_status_t uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_iface_t *iface,
-                                              uct_specrdv_verbs_peer_t *peer);
-void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface);
-/* An RC QP as the interface's QPs are made; *max_inline_p: the inline size
- * the device granted */
-struct ibv_qp *uct_specrdv_verbs_iface_create_qp(uct_specrdv_verbs_iface_t *iface,
-                                                unsigned *max_inline_p);
-/* Whether the peer's TCP connection is still open at its end */
-int uct_specrdv_verbs_peer_connection_alive(uct_specrdv_verbs_peer_t *peer);
-void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
-                                uct_specrdv_verbs_qp_t *qp);
+/* specrdv_verbs_wire.c: the wire ops (uct_specrdv_wire_ops_t), as the
+ * connection layer calls them */
+int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *generic);
+ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *generic);
+uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
+                                        uct_specrdv_peer_t *generic);
+void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
+                                  uct_specrdv_peer_t *generic, uint32_t slot,
+                                  size_t length);
+ucs_status_t
+uct_specrdv_verbs_ring_write_gather(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *generic, uint32_t slot,
+                                    size_t length,
+                                    const uct_specrdv_gather_t *gather,
+                                    uct_completion_t *comp);
+ucs_status_t uct_specrdv_verbs_fb_reserve(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *generic,
+                                          uct_specrdv_tx_t *tx);
+void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *generic,
+                               uct_specrdv_tx_t *tx,
+                               const uct_specrdv_hdr_t *hdr);
+int uct_specrdv_verbs_fb_can_send(uct_specrdv_conns_t *conns,
+                                  uct_specrdv_peer_t *generic);
+uint32_t uct_specrdv_verbs_fb_credits(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic);
+ucs_status_t uct_specrdv_verbs_fb_credit_push(uct_specrdv_conns_t *conns,
+                                              uct_specrdv_peer_t *generic,
+                                              uint32_t delivered);
+void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
+                                   uct_specrdv_peer_t *generic, unsigned ring,
+                                   uint16_t tail);
+void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *generic);
+void uct_specrdv_verbs_ring_free(uct_specrdv_conns_t *conns, unsigned ring);
+void uct_specrdv_verbs_rx_ctrl(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *generic,
+                               const uct_specrdv_hdr_t *hdr,
+                               const void *payload);
+unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns);
 
 /* specrdv_verbs_iface.c */
 ucs_status_t uct_specrdv_verbs_iface_open(uct_md_h md, uct_worker_h worker,

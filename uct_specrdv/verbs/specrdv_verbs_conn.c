@@ -1,5 +1,8 @@
 /**
- * ucx-spec: how two verbs interfaces connect an RC QP.
+ * ucx-spec: the verbs writer's connections, from the peer's making to its
+ * reaping: how two interfaces connect an RC QP, how a peer's death shows,
+ * how a peer that leaves says so.  The send path (specrdv_verbs_wire.c) is
+ * called from here and never calls back.
  *
  * UCX_TLS=specrdv must work alone, so the transport connects to an interface
  * (UCT_IFACE_FLAG_CONNECT_TO_IFACE): UCP hands us the peer's interface
@@ -39,9 +42,11 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/sock.h>
+#include <ucs/time/time.h>
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -112,7 +117,89 @@ static int uct_specrdv_verbs_socket(void)
     return fd;
 }
 
-ucs_status_t uct_specrdv_verbs_wireup_listen(uct_specrdv_verbs_iface_t *iface)
+ucs_status_t uct_specrdv_verbs_conn_peer_get(uct_specrdv_verbs_iface_t *iface,
+                                             uint64_t nonce,
+                                             const struct sockaddr_in *addr,
+                                             uct_specrdv_verbs_peer_t **peer_p)
+{
+    uct_specrdv_verbs_md_t *md = uct_specrdv_verbs_iface_md(iface);
+    size_t fb_bytes            = iface->config.fb_bufs * iface->fb_size;
+    uct_specrdv_peer_t *generic;
+    uct_specrdv_verbs_peer_t *peer;
+    char ip[INET_ADDRSTRLEN];
+    ucs_status_t status;
+    int id;
+
+    ucs_list_for_each(generic, &iface->super.conns.peers, list) {
+        peer = uct_specrdv_verbs_peer(generic);
+        if (peer->nonce == nonce) {
+            *peer_p = peer;
+            return UCS_OK;
+        }
+    }
+
+    inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
+    for (id = 0; (id < iface->config.max_peers) && (iface->by_id[id] != NULL);
+         ++id) {
+    }
+    if (id == iface->config.max_peers) {
+        ucs_error("specrdv: %s:%u cannot connect: this interface has "
+                  "UCX_SPECRDV_VERBS_MAX_PEERS=%u peers", ip,
+                  ntohs(addr->sin_port), iface->config.max_peers);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    peer = ucs_calloc(1, sizeof(*peer), "specrdv_verbs_peer");
+    if (peer == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    peer->fb_sn = ucs_calloc(iface->config.fb_bufs, sizeof(*peer->fb_sn),
+                             "specrdv_verbs_fb_sn");
+    if ((peer->fb_sn == NULL) ||
+        (ucs_posix_memalign((void**)&peer->fb_tx, UCS_SYS_CACHE_LINE_SIZE,
+                            fb_bytes, "specrdv_verbs_fb_tx") != 0)) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free;
+    }
+
+    peer->fb_tx_mr = ibv_reg_mr(md->pd, peer->fb_tx, fb_bytes,
+                                IBV_ACCESS_LOCAL_WRITE);
+    if (peer->fb_tx_mr == NULL) {
+        ucs_error("specrdv: ibv_reg_mr(%zu) failed: %m", fb_bytes);
+        status = UCS_ERR_IO_ERROR;
+        goto err_free;
+    }
+
+    peer->fb_wr.sge.lkey          = peer->fb_tx_mr->lkey;
+    peer->fb_wr.wr.sg_list        = &peer->fb_wr.sge;
+    peer->fb_wr.wr.num_sge        = 1;
+    peer->fb_wr.wr.opcode         = IBV_WR_SEND;
+    peer->nonce                   = nonce;
+    peer->addr                    = *addr;
+    peer->local_id                = id;
+    peer->qps[0].fd               = -1;
+    peer->qps[1].fd               = -1;
+    peer->tx_ring                 = -1;
+    ucs_queue_head_init(&peer->comps);
+    iface->words[id].answer       = 0;
+    iface->words[id].credits      = 0;
+    iface->words[id].fb_delivered = 0;
+    iface->by_id[id]              = peer;
+    uct_specrdv_peer_init(&iface->super.conns, &peer->super);
+    snprintf(peer->super.name, sizeof(peer->super.name), "%s:%u", ip,
+             ntohs(addr->sin_port));
+    *peer_p = peer;
+    return UCS_OK;
+
+err_free:
+    ucs_free(peer->fb_tx);
+    ucs_free(peer->fb_sn);
+    ucs_free(peer);
+    return status;
+}
+
+ucs_status_t uct_specrdv_verbs_conn_listen(uct_specrdv_verbs_iface_t *iface)
 {
     unsigned max_fds = 2 * iface->config.max_peers +
                        UCT_SPECRDV_VERBS_MAX_ACCEPTING + 1;
@@ -161,8 +248,8 @@ err_free:
     return UCS_ERR_IO_ERROR;
 }
 
-void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
-                                uct_specrdv_verbs_qp_t *qp)
+static void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
+                                       uct_specrdv_verbs_qp_t *qp)
 {
     if (qp->fd >= 0) {
         uct_specrdv_verbs_close(&qp->fd);
@@ -182,7 +269,7 @@ void uct_specrdv_verbs_qp_close(uct_specrdv_verbs_iface_t *iface,
     qp->state = UCT_SPECRDV_VERBS_QP_NONE;
 }
 
-void uct_specrdv_verbs_wireup_cleanup(uct_specrdv_verbs_iface_t *iface)
+void uct_specrdv_verbs_conn_cleanup(uct_specrdv_verbs_iface_t *iface)
 {
     uct_specrdv_verbs_accepting_t *acc, *tmp;
 
@@ -209,7 +296,7 @@ static void uct_specrdv_verbs_qp_set_state(uct_specrdv_verbs_iface_t *iface,
     qp->state            = state;
 }
 
-struct ibv_qp *uct_specrdv_verbs_iface_create_qp(uct_specrdv_verbs_iface_t *iface,
+struct ibv_qp *uct_specrdv_verbs_conn_create_qp(uct_specrdv_verbs_iface_t *iface,
                                                 unsigned *max_inline_p)
 {
     struct ibv_qp_init_attr init_attr = {
@@ -248,7 +335,7 @@ static ucs_status_t uct_specrdv_verbs_qp_create(uct_specrdv_verbs_iface_t *iface
                            IBV_ACCESS_REMOTE_READ
     };
 
-    qp->qp = uct_specrdv_verbs_iface_create_qp(iface, &max_inline);
+    qp->qp = uct_specrdv_verbs_conn_create_qp(iface, &max_inline);
     if (qp->qp == NULL) {
         return UCS_ERR_IO_ERROR;
     }
@@ -411,11 +498,11 @@ static void uct_specrdv_verbs_qp_ready(uct_specrdv_verbs_iface_t *iface,
         peer->tx_qp = qp;
         ucs_debug("specrdv: connected to %s on QP 0x%x", peer->super.name,
                   qp->qp->qp_num);
-        uct_specrdv_verbs_peer_connected(iface, peer);
+        uct_specrdv_verbs_fb_send_waiting(iface, peer);
     }
 }
 
-ucs_status_t uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_iface_t *iface,
+ucs_status_t uct_specrdv_verbs_conn_connect(uct_specrdv_verbs_iface_t *iface,
                                               uct_specrdv_verbs_peer_t *peer)
 {
     uct_specrdv_verbs_qp_t *qp = &peer->qps[UCT_SPECRDV_VERBS_QP_OUT];
@@ -467,8 +554,20 @@ err:
     return status;
 }
 
-int uct_specrdv_verbs_peer_connection_alive(uct_specrdv_verbs_peer_t *peer)
+/* Messages may be sent before the connection is made: they wait */
+ucs_status_t uct_specrdv_verbs_conn_start(uct_specrdv_conns_t *conns,
+                                          uct_specrdv_peer_t *generic)
 {
+    uct_specrdv_verbs_conn_connect(uct_specrdv_verbs_conns_iface(conns),
+                                   uct_specrdv_verbs_peer(generic));
+    return UCS_OK;
+}
+
+/* Its death closes the TCP connection */
+int uct_specrdv_verbs_conn_alive(uct_specrdv_conns_t *conns,
+                                 uct_specrdv_peer_t *generic)
+{
+    uct_specrdv_verbs_peer_t *peer = uct_specrdv_verbs_peer(generic);
     char byte;
     int which;
 
@@ -611,7 +710,10 @@ static void uct_specrdv_verbs_wireup_in(uct_specrdv_verbs_iface_t *iface,
     if (ucs_list_is_empty(&peer->super.eps)) {
         ucs_debug("specrdv: %s left before its connection was made",
                   peer->super.name);
-        peer->reap = 1;
+        /* an endpoint made before the reaping keeps it: then its next
+         * message starts a connection of ours */
+        peer->reap         = 1;
+        peer->super.flags &= ~UCT_SPECRDV_PEER_CONNECTED;
     } else {
         uct_specrdv_peer_fail(&iface->super.conns, &peer->super,
                               UCS_ERR_UNREACHABLE);
@@ -633,7 +735,7 @@ static void uct_specrdv_verbs_wireup_accept(uct_specrdv_verbs_iface_t *iface,
 
     if (!uct_specrdv_verbs_wireup_valid(iface, req,
                                         UCT_SPECRDV_VERBS_WIREUP_REQ) ||
-        (uct_specrdv_verbs_peer_get(iface, req->nonce, &addr, &peer) !=
+        (uct_specrdv_verbs_conn_peer_get(iface, req->nonce, &addr, &peer) !=
          UCS_OK)) {
         uct_specrdv_verbs_qp_close(iface, &acc->qp);
         return;
@@ -753,9 +855,94 @@ static void uct_specrdv_verbs_wireup_peer(uct_specrdv_verbs_iface_t *iface,
     }
 }
 
+/* Send DISCONNECT and wait a while for it to leave: it tells the peer that
+ * our end of the TCP connection closes because we are done, not dead */
+static void uct_specrdv_verbs_peer_disconnect(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer)
+{
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_msec(100);
+    uct_specrdv_tx_t tx;
+
+    if ((peer->tx_qp == NULL) || peer->remote_closed ||
+        (peer->super.flags & UCT_SPECRDV_PEER_FAILED)) {
+        return;
+    }
+
+    /* its room may come with a completion or with the peer's credits */
+    while (uct_specrdv_peer_fb_reserve(&iface->super.conns, &peer->super,
+                                       &tx) != UCS_OK) {
+        if ((peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
+            (ucs_get_time() >= deadline)) {
+            return;
+        }
+        uct_specrdv_verbs_poll_send(iface);
+    }
+
+    tx.ring = 0;
+    uct_specrdv_peer_tx_end(&iface->super.conns, &peer->super, &tx,
+                            UCT_SPECRDV_MSG_CTRL,
+                            UCT_SPECRDV_VERBS_CTRL_DISCONNECT, 0);
+    if (uct_specrdv_verbs_peer_signal(iface, peer) != UCS_OK) {
+        return;
+    }
+
+    while ((peer->sn_completed < peer->sn_posted) &&
+           !(peer->super.flags & UCT_SPECRDV_PEER_FAILED) &&
+           (ucs_get_time() < deadline)) {
+        uct_specrdv_verbs_poll_send(iface);
+    }
+}
+
+void uct_specrdv_verbs_conn_peer_destroy(uct_specrdv_verbs_iface_t *iface,
+                                         uct_specrdv_verbs_peer_t *peer)
+{
+    uct_specrdv_verbs_peer_disconnect(iface, peer);
+    uct_specrdv_verbs_qp_close(iface, &peer->qps[0]);
+    uct_specrdv_verbs_qp_close(iface, &peer->qps[1]);
+    uct_specrdv_verbs_peer_purge_comps(peer, UCS_ERR_CANCELED);
+    if (peer->answer_due) {
+        --iface->answers_due;
+    }
+    uct_specrdv_peer_cleanup(&iface->super.conns, &peer->super);
+    iface->by_id[peer->local_id] = NULL;
+    if (peer->mirror_mr != NULL) {
+        ibv_dereg_mr(peer->mirror_mr);
+    }
+    ucs_free(peer->mirror);
+    ibv_dereg_mr(peer->fb_tx_mr);
+    ucs_free(peer->fb_tx);
+    ucs_free(peer->fb_sn);
+    ucs_free(peer);
+}
+
+/* Destroy the peers marked to be reaped */
+static void uct_specrdv_verbs_conn_reap(uct_specrdv_verbs_iface_t *iface)
+{
+    uct_specrdv_peer_t *generic, *tmp;
+    uct_specrdv_verbs_peer_t *peer;
+
+    ucs_list_for_each_safe(generic, tmp, &iface->super.conns.peers, list) {
+        peer = uct_specrdv_verbs_peer(generic);
+        if (!peer->reap) {
+            continue;
+        }
+
+        /* an endpoint created to it since it was marked keeps it */
+        if (!ucs_list_is_empty(&generic->eps)) {
+            peer->reap = 0;
+            continue;
+        }
+
+        /* its early messages will never have their turn */
+        uct_specrdv_verbs_rx_drop_held(iface, peer->local_id);
+        ucs_debug("specrdv: forgetting %s", generic->name);
+        uct_specrdv_verbs_conn_peer_destroy(iface, peer);
+    }
+}
+
 /* poll() what may move: every peer's sockets (end of file means it is gone),
  * accepted sockets and the listening socket */
-void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface)
+void uct_specrdv_verbs_conn_progress(uct_specrdv_verbs_iface_t *iface)
 {
     struct pollfd *fds                  = iface->wireup.fds;
     uct_specrdv_verbs_poll_owner_t *own = iface->wireup.owners;
@@ -812,5 +999,5 @@ void uct_specrdv_verbs_wireup_progress(uct_specrdv_verbs_iface_t *iface)
         }
     }
 
-    uct_specrdv_verbs_peers_reap(iface);
+    uct_specrdv_verbs_conn_reap(iface);
 }

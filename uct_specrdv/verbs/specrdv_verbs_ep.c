@@ -47,7 +47,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_ep_t, const uct_ep_params_t *params
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = addr->ip;
     sin.sin_port        = addr->port;
-    status = uct_specrdv_verbs_peer_get(iface, addr->nonce, &sin, &peer);
+    status = uct_specrdv_verbs_conn_peer_get(iface, addr->nonce, &sin, &peer);
     if (status != UCS_OK) {
         return status;
     }
@@ -88,7 +88,7 @@ uct_specrdv_verbs_ep_rma_begin(uct_specrdv_ep_t *ep)
         return status;
     }
 
-    return ((uct_specrdv_verbs_wireup_connect(
+    return ((uct_specrdv_verbs_conn_connect(
                      iface, uct_specrdv_verbs_peer(ep->peer)) == UCS_OK) &&
             uct_specrdv_verbs_peer_tx_room(iface,
                                            uct_specrdv_verbs_peer(ep->peer),
@@ -413,8 +413,8 @@ ucs_status_t uct_specrdv_verbs_ep_check(uct_ep_h tl_ep, unsigned flags,
     uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
 
     UCT_SPECRDV_EP_CHECK_PARAMS(flags, comp);
-    if (!uct_specrdv_verbs_peer_connection_alive(
-                uct_specrdv_verbs_peer(ep->peer))) {
+    if (!uct_specrdv_verbs_conn_alive(&uct_specrdv_ep_iface(ep)->conns,
+                                      ep->peer)) {
         return uct_specrdv_ep_invalidate(tl_ep, 0);
     }
     return UCS_OK;

@@ -232,7 +232,7 @@ static unsigned uct_specrdv_verbs_iface_progress(uct_iface_h tl_iface)
     /* cleared first: an event during the poll raises it again */
     if (ucs_unlikely((iface->wireup_count > 0) || iface->wireup_event)) {
         iface->wireup_event = 0;
-        uct_specrdv_verbs_wireup_progress(iface);
+        uct_specrdv_verbs_conn_progress(iface);
     }
     return count;
 }
@@ -368,7 +368,7 @@ static ucs_status_t uct_specrdv_verbs_iface_probe_inline(uct_specrdv_verbs_iface
     unsigned max_inline;
     struct ibv_qp *qp;
 
-    qp = uct_specrdv_verbs_iface_create_qp(iface, &max_inline);
+    qp = uct_specrdv_verbs_conn_create_qp(iface, &max_inline);
     if (qp == NULL) {
         return UCS_ERR_IO_ERROR;
     }
@@ -485,6 +485,26 @@ static void uct_specrdv_verbs_iface_rx_cleanup(uct_specrdv_verbs_iface_t *iface)
     ucs_free(iface->rx_mem);
 }
 
+static const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops = {
+    .connect        = uct_specrdv_verbs_conn_start,
+    .tx_room        = uct_specrdv_verbs_tx_room,
+    .ring_request   = uct_specrdv_verbs_ring_request,
+    .ring_credits   = uct_specrdv_verbs_ring_credits,
+    .ring_write     = uct_specrdv_verbs_ring_write,
+    .ring_write_gather = uct_specrdv_verbs_ring_write_gather,
+    .fb_reserve     = uct_specrdv_verbs_fb_reserve,
+    .fb_post        = uct_specrdv_verbs_fb_post,
+    .fb_can_send    = uct_specrdv_verbs_fb_can_send,
+    .fb_credits     = uct_specrdv_verbs_fb_credits,
+    .fb_credit_push = uct_specrdv_verbs_fb_credit_push,
+    .credit_push    = uct_specrdv_verbs_credit_push,
+    .ring_release   = uct_specrdv_verbs_ring_release,
+    .peer_alive     = uct_specrdv_verbs_conn_alive,
+    .ring_free      = uct_specrdv_verbs_ring_free,
+    .rx_ctrl        = uct_specrdv_verbs_rx_ctrl,
+    .poll_fallback  = uct_specrdv_verbs_poll_recv
+};
+
 static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -581,7 +601,7 @@ static UCS_CLASS_INIT_FUNC(uct_specrdv_verbs_iface_t, uct_md_h tl_md,
         goto err;
     }
 
-    status = uct_specrdv_verbs_wireup_listen(self);
+    status = uct_specrdv_verbs_conn_listen(self);
     if (status != UCS_OK) {
         goto err;
     }
@@ -603,10 +623,10 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_verbs_iface_t)
     uct_base_iface_progress_disable(&self->super.super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     ucs_list_for_each_safe(peer, tmp, &self->super.conns.peers, list) {
-        uct_specrdv_verbs_peer_destroy(self, uct_specrdv_verbs_peer(peer));
+        uct_specrdv_verbs_conn_peer_destroy(self, uct_specrdv_verbs_peer(peer));
     }
 
-    uct_specrdv_verbs_wireup_cleanup(self);
+    uct_specrdv_verbs_conn_cleanup(self);
     uct_specrdv_verbs_iface_rx_cleanup(self);
     ucs_mpool_cleanup(&self->comp_mp, 1);
     ucs_mpool_cleanup(&self->bcopy_mp, 1);

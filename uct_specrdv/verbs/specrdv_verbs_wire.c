@@ -1,5 +1,6 @@
 /**
- * ucx-spec: the verbs writer's wire acts.
+ * ucx-spec: the verbs writer's wire acts: the send path, its completions and
+ * the fallback channel's receive side.
  *
  * A sealed ring slot travels as one RDMA write from the sender's registered
  * mirror of the ring into the same slot of the receiver's ring, inline when
@@ -9,6 +10,10 @@
  * the connection layer's PSN holding needs.  A sender asks for a ring with a
  * RING_REQ control message; the receiver answers with an RDMA write into the
  * sender's word, where its explicit credit updates go too.
+ *
+ * The connection's life (its QPs, their wireup, liveness, disconnect and
+ * reaping) is specrdv_verbs_conn.c's, which calls in here and never the
+ * reverse.
  *
  * See file LICENSE for terms.
  */
@@ -28,12 +33,6 @@
 #include <stdio.h>
 
 
-/* Control operations of the verbs writer */
-enum {
-    UCT_SPECRDV_VERBS_CTRL_RING_REQ   = 1, /* may I have a ring? */
-    UCT_SPECRDV_VERBS_CTRL_DISCONNECT = 2  /* last message */
-};
-
 /* Work requests carry the peer's id above their number */
 #define UCT_SPECRDV_VERBS_SN_BITS  48
 #define UCT_SPECRDV_VERBS_SN_MASK  UCS_MASK(UCT_SPECRDV_VERBS_SN_BITS)
@@ -41,85 +40,6 @@ enum {
 /* Send completions taken per progress call */
 #define UCT_SPECRDV_VERBS_TX_BATCH 16
 
-
-ucs_status_t uct_specrdv_verbs_peer_get(uct_specrdv_verbs_iface_t *iface,
-                                        uint64_t nonce,
-                                        const struct sockaddr_in *addr,
-                                        uct_specrdv_verbs_peer_t **peer_p)
-{
-    uct_specrdv_verbs_md_t *md = uct_specrdv_verbs_iface_md(iface);
-    size_t fb_bytes            = iface->config.fb_bufs * iface->fb_size;
-    uct_specrdv_peer_t *generic;
-    uct_specrdv_verbs_peer_t *peer;
-    char ip[INET_ADDRSTRLEN];
-    int id;
-
-    ucs_list_for_each(generic, &iface->super.conns.peers, list) {
-        peer = uct_specrdv_verbs_peer(generic);
-        if (peer->nonce == nonce) {
-            *peer_p = peer;
-            return UCS_OK;
-        }
-    }
-
-    inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip));
-    for (id = 0; (id < iface->config.max_peers) && (iface->by_id[id] != NULL);
-         ++id) {
-    }
-    if (id == iface->config.max_peers) {
-        ucs_error("specrdv: %s:%u cannot connect: this interface has "
-                  "UCX_SPECRDV_VERBS_MAX_PEERS=%u peers", ip,
-                  ntohs(addr->sin_port), iface->config.max_peers);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    peer = ucs_calloc(1, sizeof(*peer), "specrdv_verbs_peer");
-    if (peer == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    peer->fb_sn = ucs_calloc(iface->config.fb_bufs, sizeof(*peer->fb_sn),
-                             "specrdv_verbs_fb_sn");
-    if ((peer->fb_sn == NULL) ||
-        (ucs_posix_memalign((void**)&peer->fb_tx, UCS_SYS_CACHE_LINE_SIZE,
-                            fb_bytes, "specrdv_verbs_fb_tx") != 0)) {
-        goto err_free;
-    }
-
-    peer->fb_tx_mr = ibv_reg_mr(md->pd, peer->fb_tx, fb_bytes,
-                                IBV_ACCESS_LOCAL_WRITE);
-    if (peer->fb_tx_mr == NULL) {
-        ucs_error("specrdv: ibv_reg_mr(%zu) failed: %m", fb_bytes);
-        goto err_free;
-    }
-
-    peer->fb_wr.sge.lkey          = peer->fb_tx_mr->lkey;
-    peer->fb_wr.wr.sg_list        = &peer->fb_wr.sge;
-    peer->fb_wr.wr.num_sge        = 1;
-    peer->fb_wr.wr.opcode         = IBV_WR_SEND;
-    peer->nonce                   = nonce;
-    peer->addr                    = *addr;
-    peer->local_id                = id;
-    peer->qps[0].fd               = -1;
-    peer->qps[1].fd               = -1;
-    peer->tx_ring                 = -1;
-    ucs_queue_head_init(&peer->comps);
-    iface->words[id].answer       = 0;
-    iface->words[id].credits      = 0;
-    iface->words[id].fb_delivered = 0;
-    iface->by_id[id]              = peer;
-    uct_specrdv_peer_init(&iface->super.conns, &peer->super);
-    snprintf(peer->super.name, sizeof(peer->super.name), "%s:%u", ip,
-             ntohs(addr->sin_port));
-    *peer_p = peer;
-    return UCS_OK;
-
-err_free:
-    ucs_free(peer->fb_tx);
-    ucs_free(peer->fb_sn);
-    ucs_free(peer);
-    return UCS_ERR_NO_MEMORY;
-}
 
 ucs_status_t uct_specrdv_verbs_peer_post(uct_specrdv_verbs_iface_t *iface,
                                          uct_specrdv_verbs_peer_t *peer,
@@ -342,13 +262,13 @@ uct_specrdv_verbs_peer_write_word(uct_specrdv_verbs_iface_t *iface,
 }
 
 /* Room for a message: before the QP is connected, fallback messages wait in
- * their send buffers, and the wait for room starts the connection */
+ * their send buffers (the connection layer started the connection before
+ * the first of them) */
 static UCS_F_ALWAYS_INLINE int
 uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_iface_t *iface,
                              uct_specrdv_verbs_peer_t *peer)
 {
     if (ucs_unlikely(peer->tx_qp == NULL)) {
-        uct_specrdv_verbs_wireup_connect(iface, peer);
         return 1; /* what the fallback buffers hold */
     }
 
@@ -356,23 +276,14 @@ uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_iface_t *iface,
                                           UCT_SPECRDV_VERBS_TX_RESERVE + 1);
 }
 
-static int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
-                                     uct_specrdv_peer_t *generic)
+int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
+                              uct_specrdv_peer_t *generic)
 {
     return uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_conns_iface(conns),
                                         uct_specrdv_verbs_peer(generic));
 }
 
-/* Messages may be sent before the connection is made: they wait */
-static ucs_status_t uct_specrdv_verbs_connect(uct_specrdv_conns_t *conns,
-                                              uct_specrdv_peer_t *generic)
-{
-    uct_specrdv_verbs_wireup_connect(uct_specrdv_verbs_conns_iface(conns),
-                                     uct_specrdv_verbs_peer(generic));
-    return UCS_OK;
-}
-
-static ucs_status_t
+ucs_status_t
 uct_specrdv_verbs_fb_reserve(uct_specrdv_conns_t *conns,
                              uct_specrdv_peer_t *generic, uct_specrdv_tx_t *tx)
 {
@@ -413,10 +324,10 @@ static void uct_specrdv_verbs_fb_send(uct_specrdv_verbs_iface_t *iface,
     }
 }
 
-static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
-                                      uct_specrdv_peer_t *generic,
-                                      uct_specrdv_tx_t *tx,
-                                      const uct_specrdv_hdr_t *hdr)
+void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *generic,
+                               uct_specrdv_tx_t *tx,
+                               const uct_specrdv_hdr_t *hdr)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
@@ -432,8 +343,8 @@ static void uct_specrdv_verbs_fb_post(uct_specrdv_conns_t *conns,
     uct_specrdv_verbs_fb_send(iface, peer, tx->pos);
 }
 
-void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
-                                      uct_specrdv_verbs_peer_t *peer)
+void uct_specrdv_verbs_fb_send_waiting(uct_specrdv_verbs_iface_t *iface,
+                                       uct_specrdv_verbs_peer_t *peer)
 {
     uct_specrdv_hdr_t *hdr;
     unsigned index;
@@ -448,17 +359,17 @@ void uct_specrdv_verbs_peer_connected(uct_specrdv_verbs_iface_t *iface,
     }
 }
 
-static int uct_specrdv_verbs_fb_can_send(uct_specrdv_conns_t *conns,
-                                         uct_specrdv_peer_t *generic)
+int uct_specrdv_verbs_fb_can_send(uct_specrdv_conns_t *conns,
+                                  uct_specrdv_peer_t *generic)
 {
     uct_specrdv_tx_t tx;
 
     return uct_specrdv_verbs_fb_reserve(conns, generic, &tx) == UCS_OK;
 }
 
-static void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
-                                         uct_specrdv_peer_t *generic,
-                                         uint32_t slot, size_t length)
+void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
+                                  uct_specrdv_peer_t *generic,
+                                  uint32_t slot, size_t length)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
@@ -477,7 +388,7 @@ static void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
  * after it) from the mirror, the user's buffers, the tail flag from the
  * mirror.  Buffers the writer cannot gather from are copied into the mirror
  * instead, and the slot goes as ring_write sends it. */
-static ucs_status_t
+ucs_status_t
 uct_specrdv_verbs_ring_write_gather(uct_specrdv_conns_t *conns,
                                     uct_specrdv_peer_t *generic, uint32_t slot,
                                     size_t length,
@@ -595,8 +506,8 @@ static ucs_status_t uct_specrdv_verbs_ring_granted(uct_specrdv_verbs_iface_t *if
 }
 
 /* Ask once, then look for the answer at every send until it comes */
-static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
-                                                   uct_specrdv_peer_t *generic)
+ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
+                                            uct_specrdv_peer_t *generic)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
@@ -635,8 +546,8 @@ static ucs_status_t uct_specrdv_verbs_ring_request(uct_specrdv_conns_t *conns,
     return UCS_ERR_NO_RESOURCE;
 }
 
-static uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
-                                               uct_specrdv_peer_t *generic)
+uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
+                                        uct_specrdv_peer_t *generic)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
@@ -647,9 +558,9 @@ static uint16_t uct_specrdv_verbs_ring_credits(uct_specrdv_conns_t *conns,
            (uint16_t)credits : (uint16_t)generic->tx.tail;
 }
 
-static void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
-                                          uct_specrdv_peer_t *generic,
-                                          unsigned ring, uint16_t tail)
+void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
+                                   uct_specrdv_peer_t *generic,
+                                   unsigned ring, uint16_t tail)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
 
@@ -663,17 +574,17 @@ static void uct_specrdv_verbs_credit_push(uct_specrdv_conns_t *conns,
     }
 }
 
-static uint32_t uct_specrdv_verbs_fb_credits(uct_specrdv_conns_t *conns,
-                                             uct_specrdv_peer_t *generic)
+uint32_t uct_specrdv_verbs_fb_credits(uct_specrdv_conns_t *conns,
+                                      uct_specrdv_peer_t *generic)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
 
     return iface->words[uct_specrdv_verbs_peer(generic)->local_id].fb_delivered;
 }
 
-static ucs_status_t uct_specrdv_verbs_fb_credit_push(uct_specrdv_conns_t *conns,
-                                                     uct_specrdv_peer_t *generic,
-                                                     uint32_t delivered)
+ucs_status_t uct_specrdv_verbs_fb_credit_push(uct_specrdv_conns_t *conns,
+                                              uct_specrdv_peer_t *generic,
+                                              uint32_t delivered)
 {
     return uct_specrdv_verbs_peer_write_word(
             uct_specrdv_verbs_conns_iface(conns),
@@ -681,8 +592,8 @@ static ucs_status_t uct_specrdv_verbs_fb_credit_push(uct_specrdv_conns_t *conns,
             ucs_offsetof(uct_specrdv_verbs_word_t, fb_delivered), delivered);
 }
 
-static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
-                                           uct_specrdv_peer_t *generic)
+void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
+                                    uct_specrdv_peer_t *generic)
 {
     uct_specrdv_verbs_peer_t *peer = uct_specrdv_verbs_peer(generic);
 
@@ -690,16 +601,8 @@ static void uct_specrdv_verbs_ring_release(uct_specrdv_conns_t *conns,
     peer->ring_void = peer->ring_waiting;
 }
 
-static int uct_specrdv_verbs_peer_alive(uct_specrdv_conns_t *conns,
-                                        uct_specrdv_peer_t *generic)
-{
-    /* Its death closes the TCP connection */
-    return uct_specrdv_verbs_peer_connection_alive(
-            uct_specrdv_verbs_peer(generic));
-}
-
-static void uct_specrdv_verbs_ring_free(uct_specrdv_conns_t *conns,
-                                        unsigned ring)
+void uct_specrdv_verbs_ring_free(uct_specrdv_conns_t *conns,
+                                 unsigned ring)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
 
@@ -740,10 +643,10 @@ static void uct_specrdv_verbs_rx_ring_req(uct_specrdv_verbs_iface_t *iface,
     uct_specrdv_verbs_peer_answer(iface, peer);
 }
 
-static void uct_specrdv_verbs_rx_ctrl(uct_specrdv_conns_t *conns,
-                                      uct_specrdv_peer_t *generic,
-                                      const uct_specrdv_hdr_t *hdr,
-                                      const void *payload)
+void uct_specrdv_verbs_rx_ctrl(uct_specrdv_conns_t *conns,
+                               uct_specrdv_peer_t *generic,
+                               const uct_specrdv_hdr_t *hdr,
+                               const void *payload)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
@@ -808,6 +711,21 @@ uct_specrdv_verbs_rx_buffer(uct_specrdv_verbs_iface_t *iface, unsigned index)
     return (uct_specrdv_hdr_t*)(iface->fb_rx + (size_t)index * iface->fb_size);
 }
 
+void uct_specrdv_verbs_rx_drop_held(uct_specrdv_verbs_iface_t *iface,
+                                    uint32_t src)
+{
+    unsigned i, kept;
+
+    for (i = 0, kept = 0; i < iface->num_held; ++i) {
+        if (uct_specrdv_verbs_rx_buffer(iface, iface->held[i])->src == src) {
+            uct_specrdv_verbs_post_recv(iface, iface->held[i]);
+        } else {
+            iface->held[kept++] = iface->held[i];
+        }
+    }
+    iface->num_held = kept;
+}
+
 /* Offer a received message; 0 when it is early and stays */
 static int uct_specrdv_verbs_rx_offer(uct_specrdv_verbs_iface_t *iface,
                                       unsigned index)
@@ -846,7 +764,7 @@ static int uct_specrdv_verbs_rx_valid(uct_specrdv_verbs_iface_t *iface,
                                           wc->qp_num));
 }
 
-static unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
+unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
 {
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     struct ibv_wc wc[UCT_SPECRDV_VERBS_TX_BATCH];
@@ -892,117 +810,4 @@ static unsigned uct_specrdv_verbs_poll_recv(uct_specrdv_conns_t *conns)
     }
 
     return taken;
-}
-
-const uct_specrdv_wire_ops_t uct_specrdv_verbs_wire_ops = {
-    .connect        = uct_specrdv_verbs_connect,
-    .tx_room        = uct_specrdv_verbs_tx_room,
-    .ring_request   = uct_specrdv_verbs_ring_request,
-    .ring_credits   = uct_specrdv_verbs_ring_credits,
-    .ring_write     = uct_specrdv_verbs_ring_write,
-    .ring_write_gather = uct_specrdv_verbs_ring_write_gather,
-    .fb_reserve     = uct_specrdv_verbs_fb_reserve,
-    .fb_post        = uct_specrdv_verbs_fb_post,
-    .fb_can_send    = uct_specrdv_verbs_fb_can_send,
-    .fb_credits     = uct_specrdv_verbs_fb_credits,
-    .fb_credit_push = uct_specrdv_verbs_fb_credit_push,
-    .credit_push    = uct_specrdv_verbs_credit_push,
-    .ring_release   = uct_specrdv_verbs_ring_release,
-    .peer_alive     = uct_specrdv_verbs_peer_alive,
-    .ring_free      = uct_specrdv_verbs_ring_free,
-    .rx_ctrl        = uct_specrdv_verbs_rx_ctrl,
-    .poll_fallback  = uct_specrdv_verbs_poll_recv
-};
-
-/* Send DISCONNECT and wait a while for it to leave: it tells the peer that
- * our end of the TCP connection closes because we are done, not dead */
-static void uct_specrdv_verbs_peer_disconnect(uct_specrdv_verbs_iface_t *iface,
-                                              uct_specrdv_verbs_peer_t *peer)
-{
-    ucs_time_t deadline = ucs_get_time() + ucs_time_from_msec(100);
-    uct_specrdv_tx_t tx;
-
-    if ((peer->tx_qp == NULL) || peer->remote_closed ||
-        (peer->super.flags & UCT_SPECRDV_PEER_FAILED)) {
-        return;
-    }
-
-    /* its room may come with a completion or with the peer's credits */
-    while (uct_specrdv_peer_fb_reserve(&iface->super.conns, &peer->super,
-                                       &tx) != UCS_OK) {
-        if ((peer->super.flags & UCT_SPECRDV_PEER_FAILED) ||
-            (ucs_get_time() >= deadline)) {
-            return;
-        }
-        uct_specrdv_verbs_poll_send(iface);
-    }
-
-    tx.ring = 0;
-    uct_specrdv_peer_tx_end(&iface->super.conns, &peer->super, &tx,
-                            UCT_SPECRDV_MSG_CTRL,
-                            UCT_SPECRDV_VERBS_CTRL_DISCONNECT, 0);
-    if (uct_specrdv_verbs_peer_signal(iface, peer) != UCS_OK) {
-        return;
-    }
-
-    while ((peer->sn_completed < peer->sn_posted) &&
-           !(peer->super.flags & UCT_SPECRDV_PEER_FAILED) &&
-           (ucs_get_time() < deadline)) {
-        uct_specrdv_verbs_poll_send(iface);
-    }
-}
-
-void uct_specrdv_verbs_peer_destroy(uct_specrdv_verbs_iface_t *iface,
-                                    uct_specrdv_verbs_peer_t *peer)
-{
-    uct_specrdv_verbs_peer_disconnect(iface, peer);
-    uct_specrdv_verbs_qp_close(iface, &peer->qps[0]);
-    uct_specrdv_verbs_qp_close(iface, &peer->qps[1]);
-    uct_specrdv_verbs_peer_purge_comps(peer, UCS_ERR_CANCELED);
-    if (peer->answer_due) {
-        --iface->answers_due;
-    }
-    uct_specrdv_peer_cleanup(&iface->super.conns, &peer->super);
-    iface->by_id[peer->local_id] = NULL;
-    if (peer->mirror_mr != NULL) {
-        ibv_dereg_mr(peer->mirror_mr);
-    }
-    ucs_free(peer->mirror);
-    ibv_dereg_mr(peer->fb_tx_mr);
-    ucs_free(peer->fb_tx);
-    ucs_free(peer->fb_sn);
-    ucs_free(peer);
-}
-
-void uct_specrdv_verbs_peers_reap(uct_specrdv_verbs_iface_t *iface)
-{
-    uct_specrdv_peer_t *generic, *tmp;
-    uct_specrdv_verbs_peer_t *peer;
-    unsigned i, kept;
-
-    ucs_list_for_each_safe(generic, tmp, &iface->super.conns.peers, list) {
-        peer = uct_specrdv_verbs_peer(generic);
-        if (!peer->reap) {
-            continue;
-        }
-
-        /* an endpoint created to it since it was marked keeps it */
-        if (!ucs_list_is_empty(&generic->eps)) {
-            peer->reap = 0;
-            continue;
-        }
-
-        /* its early messages will never have their turn */
-        for (i = 0, kept = 0; i < iface->num_held; ++i) {
-            if (uct_specrdv_verbs_rx_buffer(iface, iface->held[i])->src ==
-                peer->local_id) {
-                uct_specrdv_verbs_post_recv(iface, iface->held[i]);
-            } else {
-                iface->held[kept++] = iface->held[i];
-            }
-        }
-        iface->num_held = kept;
-        ucs_debug("specrdv: forgetting %s", generic->name);
-        uct_specrdv_verbs_peer_destroy(iface, peer);
-    }
 }
