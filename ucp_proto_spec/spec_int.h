@@ -362,7 +362,7 @@ void ucp_proto_spec_peer_fetched(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 int ucp_proto_spec_peer_declines(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 void ucp_proto_spec_peer_forget(ucp_proto_spec_worker_t *spec, ucp_ep_h ep);
 
-/* spec_worker.c: a report line of counters, for UCX_SPEC_REPORT and
+/* spec_report.c: a report line of counters, for UCX_SPEC_REPORT and
  * UCX_SPEC_HOTBUF_PRINT; each counter's words and its place in @a cnt */
 typedef struct {
     const char *words;

@@ -1,6 +1,6 @@
 /**
  * ucx-spec: speculative rendezvous, the worker's life cycle, its
- * configuration's checks and its counters' report.
+ * configuration's checks and its counters.
  *
  * See file LICENSE for terms.
  */
@@ -16,12 +16,10 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/proto_am.inl>
 #include <ucs/config/parser.h>
-#include <ucs/datastruct/string_buffer.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/time/time.h>
 #include <inttypes.h>
-#include <stdio.h>
 
 
 #ifdef ENABLE_STATS
@@ -87,7 +85,6 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     /* ucp_proto_spec_head() reads it through the worker's opaque pointer */
     UCS_STATIC_ASSERT(ucs_offsetof(ucp_proto_spec_worker_t, head) == 0);
 
-    ucp_proto_spec_hotbuf_worker_init(worker);
     worker->spec = NULL;
     if (!(context->config.features & UCP_FEATURE_TAG)) {
         return;
@@ -170,31 +167,10 @@ err_free:
     ucs_free(spec);
 }
 
-void ucp_proto_spec_report(ucp_worker_h worker,
-                           const ucp_proto_spec_counter_info_t *info,
-                           size_t count, const void *cnt)
-{
-    UCS_STRING_BUFFER_ONSTACK(strb, 1024);
-    size_t i;
-
-    for (i = 0; i < count; ++i) {
-        ucs_string_buffer_appendf(
-                &strb, "%s%s %" PRIu64,
-                ((i == 0) || (info[i].words[0] == ';')) ? "" : " ",
-                info[i].words,
-                *(const uint64_t*)UCS_PTR_BYTE_OFFSET(cnt, info[i].offset));
-    }
-
-    /* asked for explicitly, so printed whatever UCX_LOG_LEVEL says */
-    fprintf(stderr, "[%s] ucx-spec: worker %p %s\n", ucs_get_host_name(),
-            worker, ucs_string_buffer_cstr(&strb));
-}
-
 void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
 
-    ucp_proto_spec_hotbuf_worker_cleanup(worker);
     if (spec == NULL) {
         return;
     }
