@@ -343,11 +343,12 @@ uct_specrdv_iface_open(uct_md_h tl_md, uct_worker_h worker,
 }
 
 /* One transport, so one configuration: the slot protocol's table first, then
- * each writer's table nested after it at an offset the writer is told */
-static ucs_config_field_t uct_specrdv_tl_config_table[] = {
-    [0]  = {"", "", NULL, 0,
-            UCS_CONFIG_TYPE_TABLE(uct_specrdv_iface_config_table)},
-    [15] = {NULL}
+ * each writer's table nested after it at an offset the writer is told, then
+ * the end */
+static ucs_config_field_t
+uct_specrdv_tl_config_table[1 + UCT_SPECRDV_MAX_WRITERS + 1] = {
+    [0] = {"", "", NULL, 0,
+           UCS_CONFIG_TYPE_TABLE(uct_specrdv_iface_config_table)}
 };
 
 uct_tl_t UCT_TL_NAME(specrdv) = {
@@ -370,10 +371,6 @@ static void uct_specrdv_tl_config_init(void)
 
     size = sizeof(uct_specrdv_iface_config_t);
     for (writer = uct_specrdv_writers; *writer != NULL; ++writer, ++field) {
-        ucs_assert_always(field <
-                          &uct_specrdv_tl_config_table[
-                                  ucs_static_array_size(
-                                          uct_specrdv_tl_config_table) - 1]);
         (*writer)->config_offset = ucs_align_up(size, UCS_SYS_CACHE_LINE_SIZE);
         size                     = (*writer)->config_offset +
                                    (*writer)->config_size;

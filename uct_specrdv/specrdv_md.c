@@ -65,6 +65,9 @@ uct_specrdv_query_md_resources(uct_component_t *component,
     ucs_status_t status;
     unsigned num;
 
+    UCS_STATIC_ASSERT(ucs_static_array_size(uct_specrdv_writers) <=
+                      UCT_SPECRDV_MAX_WRITERS + 1);
+
     for (writer = uct_specrdv_writers; *writer != NULL; ++writer) {
         status = (*writer)->query_md_resources(&found, &num);
         if (status != UCS_OK) {

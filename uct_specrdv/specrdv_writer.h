@@ -90,6 +90,10 @@ uct_specrdv_packed_rkey_load(const void *rkey_buffer)
 
 extern uct_component_t uct_specrdv_component;
 
+/* The writers a build can have: the transport's configuration table nests
+ * each one's table after the slot protocol's (specrdv_iface.c) */
+#define UCT_SPECRDV_MAX_WRITERS  4
+
 /* NULL-terminated */
 extern uct_specrdv_writer_t *uct_specrdv_writers[];
 
