@@ -28,11 +28,26 @@
  * numbering (spec_send.c, spec_recv.c); before it the receiver knows no
  * envelope and sends no RTR, so earlier messages play no part.
  *
+ * UCP's v2 protocols (-DV2) add two things.  A taken RTR's data and its
+ * ATP travel on the data lanes (v2's put/zcopy fences each lane, or its
+ * active-message rendezvous), unordered with the AM lane that carries the
+ * RTR-ACK and the later messages: the receive completes once both arrived,
+ * never while it is still in the expected queue.  And a send may be
+ * restarted (endpoint reconfiguration): one that took an RTR is then put
+ * again, never announced by an RTS; a queued RTR is dropped unsent, as the
+ * sender's own drop already covers.
+ *
  * Seeded faults, each of which must make the check fail (test/model/run):
- *  NO_WILDCARD_BLOCK  an RTR is sent behind a wildcard
- *  NO_AHEAD           the index ignores the receives ahead
- *  ANY_SEND_TAKES     a send takes any queued RTR, not only its own
- *  NO_REVOKE          a cancel completes without revoking the RTRs behind
+ *  NO_WILDCARD_BLOCK    an RTR is sent behind a wildcard
+ *  NO_AHEAD             the index ignores the receives ahead
+ *  ANY_SEND_TAKES       a send takes any queued RTR, not only its own
+ *  NO_REVOKE            a cancel completes without revoking the RTRs behind
+ *  ATP_COMPLETES_EARLY  (V2) the ATP completes the receive before its
+ *                       RTR-ACK took it out of the expected queue
+ *  RTS_AFTER_TAKE       (V2) a send restarted after taking an RTR sends its
+ *                       RTS as well
+ *  ACK_COMPLETES        (V2) the RTR-ACK completes the receive, as on v1,
+ *                       before the data lanes delivered
  */
 
 #ifndef N
@@ -73,6 +88,16 @@ byte revokes;      /* RTRs under revoke not yet known dead */
 byte waiting;      /* cancels not finished */
 bool taken;        /* an RTR under revoke was taken */
 
+#ifdef V2
+/* the data lanes: a taken RTR's data and ATP, in any order among them and
+ * with the AM lane */
+bool atp_out[M];   /* in flight to receive j */
+byte atp_msg[M];   /* the message they carry */
+byte atps;         /* in flight */
+bool atp_seen[M];  /* arrived at receive j */
+bool ack_seen[M];  /* receive j's RTR-ACK arrived */
+#endif
+
 /* sender */
 byte next;         /* index of the next send */
 byte rtrq[N];      /* receive that RTR k names, NONE if none queued */
@@ -101,6 +126,18 @@ inline first_expected(j)
     }
 }
 
+/* receive j is complete: only once it left the expected queue, where an
+ * arrival could still match it after it was freed, and (V2) a taken RTR's
+ * data arrived */
+inline complete(j, i)
+{
+    assert(!expected[j]);
+#ifdef V2
+    assert(!ack_seen[j] || atp_seen[j]);
+#endif
+    got[j] = i; delivered++
+}
+
 inline release_rtr(j)
 {
     if
@@ -117,7 +154,10 @@ inline deliver(i)
     if
     :: (j < posted) ->
         expect_match(i, j);
-        got[j] = i; expected[j] = false; delivered++;
+#ifdef V2
+        assert(!atp_seen[j]);   /* no other message's data went into it */
+#endif
+        expected[j] = false; complete(j, i);
         release_rtr(j)   /* its RTR names this message: dead at the sender */
     :: else ->
         unexp[nunexp] = i; nunexp++
@@ -164,7 +204,7 @@ proctype receiver()
                              :: else -> break od; nunexp-- }
             posted++;
             expect_match(i, j);
-            got[j] = i; delivered++
+            complete(j, i)
         :: else ->
             posted++;
             expected[j] = true;
@@ -246,7 +286,43 @@ proctype receiver()
         fi;
         expected[r] = false;
         release_rtr(r);
-        got[r] = i; delivered++ /* placed by the sender; checked there too */
+#ifdef V2
+        ack_seen[r] = true;
+        if
+#ifdef ACK_COMPLETES
+        :: true -> complete(r, i)
+#else
+        :: atp_seen[r] -> complete(r, i)
+#endif
+        :: else -> skip
+        fi
+#else
+        complete(r, i)   /* placed by the sender; checked there too */
+#endif
+#ifdef V2
+    /* a taken RTR's data and ATP, whichever is in flight */
+    :: (atps > 0) ->
+        r = 0;
+        do
+        :: (r < M) && atp_out[r] -> break
+        :: (r < M) -> r++
+        :: (r >= M) -> break
+        od;
+        if
+        :: (r < M) && atp_out[r] ->
+            atp_out[r] = false; atps--;
+            atp_seen[r] = true;
+#ifdef ATP_COMPLETES_EARLY
+            complete(r, atp_msg[r])
+#else
+            if
+            :: ack_seen[r] -> complete(r, atp_msg[r])
+            :: else -> skip   /* waits for its RTR-ACK */
+            fi
+#endif
+        :: else -> skip
+        fi
+#endif
     :: s2r?REVOKE_ACK(i, r) ->
         if
         :: has_rtr[r] && revoking[r] -> release_rtr(r)
@@ -318,6 +394,15 @@ end_sender:    /* waiting for REVOKEs after the last send is a valid end */
                 /* the put: data i into receive r; MPI order is checked by
                  * the receiver's final assertion, and here, at the write */
                 ;
+#ifdef V2
+                d_step { atp_msg[r] = i; atp_out[r] = true; atps++ };
+#ifdef RTS_AFTER_TAKE
+                if
+                :: s2r!RTS(i, 0)   /* restarted: announced as well */
+                :: skip
+                fi;
+#endif
+#endif
                 d_step {
                     k = 0; c2 = 0;
                     do
