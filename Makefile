@@ -37,7 +37,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
         check-valgrind check-fuzz check-docs check-model check-mpi check-conformance \
         check-rdma check-debian13 stress-mpi rdma-progs \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
-        bench-rdma bench-barrier gtest clean
+        bench-rdma bench-barrier bench-zcopy-v2 gtest clean
 
 all: build
 
@@ -350,6 +350,21 @@ bench-rdma: build
 	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/specrdv-rdma-guest.md \
 	    $(RESULTS)/spec-rdma-guest.md $(RESULTS)/barrier-rdma-guest.md \
 	    $(RESULTS)/hotbuf-rdma-guest.md $(RESULTS)/hotbuf-rdma-guest.csv.thresholds
+
+# Where UCX's v2 protocols copy and where they go zero-copy, for a buffer
+# reused and one used once (emulated, between the guest's rxe hosts); made
+# for UCX_VERSION=1.18.1 or 1.22.0, whose default v2 is
+bench-zcopy-v2: build
+	@$(REPO)/contrib/install-deps rdma bench
+	@mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory $(MPI_BENCH)
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) -t 3600 -- \
+	    $(REPO)/perf/bench-zcopy-v2 $(PREFIX) \
+	    $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv
+	$(REPO)/perf/report $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv \
+	    --baseline v2
+	@cat $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).md \
+	    $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv.selection
 
 # UCX's own gtest, built from the same tree (~250 C++ files, about 6 minutes
 # here); GTEST_FILTER selects the suites.  check-gtest runs UCX's generic UCT

@@ -13,7 +13,14 @@
  *        mean half round trip in microseconds
  *   once: the ping-pong, each message sent from an address not used before
  *        (16 384 of them in turn, four times the hot-buffer table): what a
- *        buffer used once costs
+ *        buffer used once costs to a table keyed by address
+ *   fresh: the ping-pong, each message sent from pages no message used
+ *        before (so never registered: what a buffer used once costs to a
+ *        registration cache), as many messages as fit in MPI_BENCH_FRESH
+ *        bytes (default 64 MB) of pages
+ *   lat-isend, fresh-isend: the same ping-pongs sent with MPI_Isend and
+ *        MPI_Wait (Open MPI's blocking send asks UCP for fast completion,
+ *        which changes UCP v2's choice of protocol)
  *
  * Every size gets a few untimed iterations first, and as many timed ones as
  * fit in a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
@@ -21,7 +28,8 @@
  * pattern and the last message received is checked: a transport that
  * delivers the wrong bytes fails the run instead of reporting a figure.
  *
- * usage: mpi_bench lat|once|bw|spectrum|spectrum-page SIZE[,SIZE...] [WINDOW]
+ * usage: mpi_bench lat|once|fresh|lat-isend|fresh-isend|bw|spectrum|spectrum-page
+ *                  SIZE[,SIZE...] [WINDOW]
  * output, rank 0: "<test> <size> <value> <unit>" per size
  *
  * See file LICENSE for terms.
@@ -33,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 
@@ -44,6 +53,8 @@
 
 
 static size_t byte_budget = 64ul << 20;
+static size_t fresh_bytes = 64ul << 20;
+static int nonblocking;
 
 static unsigned iterations(size_t size, unsigned per_iter)
 {
@@ -80,14 +91,22 @@ static void check(const uint8_t *buf, size_t size, unsigned seed,
 static void round_trip(int rank, const uint8_t *sbuf, uint8_t *rbuf,
                        size_t size, int tag)
 {
-    if (rank == 0) {
-        MPI_Send(sbuf, size, MPI_BYTE, 1, tag, MPI_COMM_WORLD);
-        MPI_Recv(rbuf, size, MPI_BYTE, 1, tag, MPI_COMM_WORLD,
+    int peer = !rank;
+    MPI_Request req;
+
+    if (rank == 1) {
+        MPI_Recv(rbuf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
+    }
+    if (nonblocking) {
+        MPI_Isend(sbuf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
     } else {
-        MPI_Recv(rbuf, size, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+        MPI_Send(sbuf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+    }
+    if (rank == 0) {
+        MPI_Recv(rbuf, size, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
-        MPI_Send(sbuf, size, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
     }
 }
 
@@ -96,27 +115,58 @@ static void round_trip(int rank, const uint8_t *sbuf, uint8_t *rbuf,
 #define ONCE_STEP  256
 #define ONCE_ADDRS 16384
 
-/* Messages leave from sbuf, or each from the next of ONCE_ADDRS addresses */
+/* Message i leaves from sbuf + (i % naddrs) * stride (stride 0: all from
+ * sbuf); with max_n, no more than that many are timed */
 static double pingpong(int rank, uint8_t *sbuf, uint8_t *rbuf, size_t size,
-                       int once)
+                       size_t stride, unsigned naddrs, unsigned max_n)
 {
     unsigned n = iterations(size, 2);
     double t0  = 0;
-    uint8_t *buf;
-    unsigned i;
+    unsigned i, used;
 
-    fill(sbuf, size + (once ? (size_t)ONCE_STEP * ONCE_ADDRS : 0), 1);
+    if ((max_n != 0) && (n > max_n)) {
+        n = max_n;
+    }
+
+    used = (naddrs < WARMUP + n) ? naddrs : WARMUP + n;
+    fill(sbuf, stride * (used - 1) + size, 1);
     for (i = 0; i < WARMUP + n; ++i) {
         if (i == WARMUP) {
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
         }
-        buf = once ? sbuf + (size_t)(i % ONCE_ADDRS) * ONCE_STEP : sbuf;
-        round_trip(rank, buf, rbuf, size, 1);
+        round_trip(rank, sbuf + (size_t)(i % naddrs) * stride, rbuf, size, 1);
     }
 
     check(rbuf, size, 1, "ping-pong message");
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * n);
+}
+
+/* Each message from pages of their own, mapped for this size alone: none
+ * was ever registered (an unmapped region leaves UCX's registration cache) */
+static double pingpong_fresh(int rank, uint8_t *rbuf, size_t size, size_t page)
+{
+    size_t stride   = (size + page - 1) / page * page;
+    unsigned naddrs = fresh_bytes / stride;
+    uint8_t *span;
+    double value;
+
+    if (naddrs <= WARMUP + MIN_ITERS) {
+        fprintf(stderr, "mpi_bench: MPI_BENCH_FRESH holds too few %zu-byte "
+                        "messages\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    span = mmap(NULL, stride * naddrs, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (span == MAP_FAILED) {
+        fprintf(stderr, "mpi_bench: cannot map %zu bytes\n", stride * naddrs);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    value = pingpong(rank, span, rbuf, size, stride, naddrs, naddrs - WARMUP);
+    munmap(span, stride * naddrs);
+    return value;
 }
 
 /* Each rank sends from buffer i of its own set, i times in a row */
@@ -186,25 +236,32 @@ int main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES], max_size = 0;
     unsigned num_sizes = 0, window = DEFAULT_WINDOW, i;
-    int rank, nranks, is_lat, is_once, is_spectrum, page_separated;
+    int rank, nranks, is_lat, is_once, is_fresh, is_spectrum, page_separated;
     long page = sysconf(_SC_PAGESIZE);
     size_t stride = 0;
     MPI_Request *reqs;
     uint8_t *sbuf, *rbuf;
     char *list, *tok;
+    const char *test;
     double value;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
+    test = (argc > 1) ? argv[1] : "";
+    if (!strcmp(test, "lat-isend") || !strcmp(test, "fresh-isend")) {
+        nonblocking = 1;
+        test        = !strcmp(test, "lat-isend") ? "lat" : "fresh";
+    }
     if ((argc < 3) || (nranks != 2) ||
-        (strcmp(argv[1], "lat") && strcmp(argv[1], "once") &&
-         strcmp(argv[1], "bw") &&
-         strcmp(argv[1], "spectrum") && strcmp(argv[1], "spectrum-page"))) {
+        (strcmp(test, "lat") && strcmp(test, "once") &&
+         strcmp(test, "fresh") && strcmp(test, "bw") &&
+         strcmp(test, "spectrum") && strcmp(test, "spectrum-page"))) {
         if (rank == 0) {
             fprintf(stderr, "usage: mpirun -np 2 mpi_bench "
-                            "lat|once|bw|spectrum|spectrum-page "
+                            "lat|once|fresh|lat-isend|fresh-isend|bw|"
+                            "spectrum|spectrum-page "
                             "SIZE[,SIZE...] "
                             "[WINDOW]\n");
         }
@@ -212,15 +269,19 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    is_once        = !strcmp(argv[1], "once");
-    is_lat         = is_once || !strcmp(argv[1], "lat");
-    is_spectrum    = !strncmp(argv[1], "spectrum", 8);
-    page_separated = !strcmp(argv[1], "spectrum-page");
+    is_once        = !strcmp(test, "once");
+    is_fresh       = !strcmp(test, "fresh");
+    is_lat         = is_once || is_fresh || !strcmp(test, "lat");
+    is_spectrum    = !strncmp(test, "spectrum", 8);
+    page_separated = !strcmp(test, "spectrum-page");
     if (is_spectrum) {
         window = 100;
     }
     if (getenv("MPI_BENCH_BYTES") != NULL) {
         byte_budget = strtoul(getenv("MPI_BENCH_BYTES"), NULL, 0);
+    }
+    if (getenv("MPI_BENCH_FRESH") != NULL) {
+        fresh_bytes = strtoul(getenv("MPI_BENCH_FRESH"), NULL, 0);
     }
     if (argc > 3) {
         window = (unsigned)atoi(argv[3]);
@@ -269,17 +330,21 @@ int main(int argc, char **argv)
             /* back to back: each size packs its buffers tightly */
             value = spectrum(rank, sbuf, rbuf, sizes[i],
                              page_separated ? stride : sizes[i], window);
+        } else if (is_fresh) {
+            value = pingpong_fresh(rank, rbuf, sizes[i], page);
         } else if (is_lat) {
-            value = pingpong(rank, sbuf, rbuf, sizes[i], is_once);
+            value = pingpong(rank, sbuf, rbuf, sizes[i],
+                             is_once ? ONCE_STEP : 0, ONCE_ADDRS, 0);
         } else {
             value = stream(rank, sbuf, rbuf, sizes[i], window, reqs);
         }
         if (rank == 0) {
-            printf("%s %zu %.3f %s\n",
+            printf("%s%s %zu %.3f %s\n",
                    is_spectrum ? (page_separated ? "mpi_spectrum_page" :
                                                    "mpi_spectrum") :
-                   is_once ? "mpi_once" : is_lat ? "mpi_lat" : "mpi_bw",
-                   sizes[i], value,
+                   is_once ? "mpi_once" : is_fresh ? "mpi_fresh" :
+                   is_lat ? "mpi_lat" : "mpi_bw",
+                   nonblocking ? "_isend" : "", sizes[i], value,
                    (is_lat || is_spectrum) ? "usec" : "MB/s");
             fflush(stdout);
         }
