@@ -77,8 +77,9 @@ int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
     ucp_lane_index_t put          = config->rndv.put_zcopy.lanes[0];
     ucp_lane_index_t get          = config->rndv.get_zcopy.lanes[0];
 
-    /* RDMA: the NIC copies, nobody's CPU; put-only scheme: no key to get */
-    return spec->config.idle_copy && (put != UCP_NULL_LANE) &&
+    /* RDMA: the NIC copies, nobody's CPU; put-only scheme: no key to get.
+     * Not on UCP v2 yet: its claims start UCX's v1 paths. */
+    return spec->config.idle_copy && !spec->v2 && (put != UCP_NULL_LANE) &&
            (get != UCP_NULL_LANE) &&
            (ep->worker->context->config.ext.rndv_mode == UCP_RNDV_MODE_AUTO) &&
            (ucp_ep_get_tl_rsc(ep, put)->dev_type == UCT_DEVICE_TYPE_SHM) &&

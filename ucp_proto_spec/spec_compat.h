@@ -135,6 +135,67 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 #endif
 
 
+/* --- UCP's v2 protocols ------------------------------------------------- */
+
+/* spec_v2.c carries speculation on them from 1.18; before, it is refused
+ * (spec_worker.c), and these stand in for its calls */
+#if !UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+#  define ucp_proto_spec_v2_rtr_config(_ep, _rreq, _length)   NULL
+#  define ucp_proto_spec_v2_rreq_rtr_config(_sr)              NULL
+#  define ucp_proto_spec_v2_carrier_init(_c, _ep, _rreq, _sr, _cfg) \
+    do { (void)(_cfg); ucs_fatal("spec: no v2 protocols before UCX 1.18"); } \
+    while (0)
+#  define ucp_proto_spec_v2_am_send(_c, _lane, _pack, _length) \
+    UCS_ERR_UNSUPPORTED
+#  define ucp_proto_spec_v2_rtr_taken(_c, _rreq, _cfg, _length) \
+    do { (void)(_cfg); ucs_fatal("spec: no v2 protocols before UCX 1.18"); } \
+    while (0)
+#  define ucp_proto_spec_v2_carrier_dead(_c)
+#  define ucp_proto_spec_v2_sreq_fits(_sreq)                   0
+#endif
+
+/* A protocol's datatypes: a field from 1.22 (it was probed for all) */
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 22)
+#  define UCP_PROTO_SPEC_PROTO_DT_MASK .dt_mask = UCS_BIT(UCP_DATATYPE_CONTIG),
+#else
+#  define UCP_PROTO_SPEC_PROTO_DT_MASK
+#endif
+
+/* From 1.22 a request's progress function comes from its configuration's
+ * wrappers, which a configuration made outside selection must fill */
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 22)
+#  define ucp_proto_spec_v2_cfg_init(_worker, _cfg) \
+    ucp_request_progress_wrapper_init(_worker, _cfg)
+#else
+#  define ucp_proto_spec_v2_cfg_init(_worker, _cfg)
+#endif
+
+/* UCX's start of a rendezvous send on an RTR: 1.18 takes the RTR's length
+ * and finds the key after it, 1.22 takes the key and its length, and
+ * declares it (1.18 defines it without) */
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 22)
+#  define ucp_proto_spec_rndv_send_start(_worker, _req, _op_attr, _rtr, \
+                                         _rkey_length, _sg_count) \
+    ucp_proto_rndv_send_start(_worker, _req, _op_attr, _rtr, (_rtr) + 1, \
+                              _rkey_length, _sg_count)
+#elif UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+#  define UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START \
+    ucs_status_t ucp_proto_rndv_send_start(ucp_worker_h worker, \
+                                           ucp_request_t *req, \
+                                           uint32_t op_attr_mask, \
+                                           const ucp_rndv_rtr_hdr_t *rtr, \
+                                           size_t header_length, \
+                                           uint8_t sg_count);
+#  define ucp_proto_spec_rndv_send_start(_worker, _req, _op_attr, _rtr, \
+                                         _rkey_length, _sg_count) \
+    ucp_proto_rndv_send_start(_worker, _req, _op_attr, _rtr, \
+                              sizeof(*(_rtr)) + (_rkey_length), _sg_count)
+#endif
+#ifndef UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
+#  define UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
+#endif
+
+
 /* --- memory domain attributes ------------------------------------------- */
 
 #if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)

@@ -103,9 +103,9 @@ static ucs_status_t ucp_proto_spec_ctl_progress(uct_pending_req_t *self)
     return UCS_OK;
 }
 
-ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
-                                     ucp_proto_spec_msg_type_t type,
-                                     const void *hdr, size_t length)
+ucp_request_t *ucp_proto_spec_ctl_prepare(ucp_ep_h ep,
+                                          ucp_proto_spec_msg_type_t type,
+                                          const void *hdr, size_t length)
 {
     ucp_proto_spec_ctl_t *ctl;
     ucp_request_t *req;
@@ -114,16 +114,14 @@ ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
 
     ctl = ucs_malloc(sizeof(*ctl) + length, "spec_ctl");
     if (ctl == NULL) {
-        return UCS_ERR_NO_MEMORY;
+        return NULL;
     }
 
     req = ucp_request_get(ep->worker);
     if (req == NULL) {
         ucs_free(ctl);
-        return UCS_ERR_NO_MEMORY;
+        return NULL;
     }
-
-    UCP_PROTO_SPEC_COUNT(ep->worker->spec, ctl_bytes, length + 1);
 
     ctl->type   = type;
     ctl->length = length;
@@ -136,7 +134,35 @@ ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
     req->send.pending_lane = UCP_NULL_LANE;
     req->send.uct.func     = ucp_proto_spec_ctl_progress;
     ucp_request_send_state_reset(req, NULL, UCP_REQUEST_SEND_PROTO_BCOPY_AM);
+    return req;
+}
+
+void ucp_proto_spec_ctl_post(ucp_request_t *req)
+{
+    ucp_proto_spec_ctl_t *ctl = req->send.buffer;
+
+    UCP_PROTO_SPEC_COUNT(req->send.ep->worker->spec, ctl_bytes,
+                         ctl->length + 1);
     ucp_request_send(req);
+}
+
+void ucp_proto_spec_ctl_discard(ucp_request_t *req)
+{
+    ucs_free(req->send.buffer);
+    ucp_request_put(req);
+}
+
+ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
+                                     ucp_proto_spec_msg_type_t type,
+                                     const void *hdr, size_t length)
+{
+    ucp_request_t *req = ucp_proto_spec_ctl_prepare(ep, type, hdr, length);
+
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucp_proto_spec_ctl_post(req);
     return UCS_OK;
 }
 

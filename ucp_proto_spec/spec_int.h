@@ -17,6 +17,9 @@
 
 #include <ucp/core/ucp_types.h>
 #include <ucp/rndv/rndv.h>
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+#  include <ucp/proto/proto_select.h>
+#endif
 #include <uct/api/uct.h>
 #include <ucs/config/parser.h>
 #include <ucs/config/types.h>
@@ -65,8 +68,8 @@ typedef enum {
 } ucp_proto_spec_msg_type_t;
 #undef UCP_PROTO_SPEC_MSG_ENUM
 
-/* Appended to a tag RTS after the packed rkey */
-#define UCP_PROTO_SPEC_RTS_MAGIC    0x53504543u /* "SPEC" */
+/* Appended to a tag RTS after the packed rkey (the magic word in
+ * ucp_proto_spec.h, which takes the trailer off on arrival) */
 typedef struct {
     uint64_t pos;    /* flags | epoch | index of this send */
     uint32_t magic;
@@ -261,6 +264,12 @@ typedef struct ucp_proto_spec_rreq {
         void                    *buffer; /* the packed key, while the RTR */
         size_t                  size;    /* goes out */
     } rkey;
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+    struct {                             /* UCP v2 (spec_v2.c): */
+        const ucp_proto_config_t *rtr_cfg; /* UCX's "rndv/rtr" for it */
+        ucp_proto_config_t      cfg;       /* a copy, of protocol spec/rtr */
+    } v2;
+#endif
 } ucp_proto_spec_rreq_t;
 
 
@@ -317,6 +326,7 @@ typedef struct ucp_proto_spec_worker {
     ucs_list_link_t           tx_lru;     /* most recent first */
     ucs_list_link_t           rx_lru;
     ucp_proto_spec_counters_t cnt;
+    int                       v2;         /* on UCP's v2 protocols */
     int                       early;      /* in the early progress pass */
     struct {
         int32_t               shmid;      /* our claim page, -1 until used */
@@ -331,6 +341,15 @@ typedef struct ucp_proto_spec_worker {
     UCS_STATS_NODE_DECLARE(stats)
 } ucp_proto_spec_worker_t;
 
+
+/* A send's length: UCP's v2 protocols keep it in the iterator alone */
+static UCS_F_ALWAYS_INLINE size_t
+ucp_proto_spec_sreq_length(const ucp_request_t *sreq)
+{
+    const ucp_proto_spec_worker_t *spec = sreq->send.ep->worker->spec;
+
+    return spec->v2 ? sreq->send.state.dt_iter.length : sreq->send.length;
+}
 
 /* Count @a _n on the worker's counter @a _name, and on its UCS stats twin */
 #define UCP_PROTO_SPEC_COUNT(_spec, _name, _n) \
@@ -385,6 +404,14 @@ int ucp_proto_spec_layout_parse(const char *version, uint64_t *sender_mask_p,
 ucs_status_t ucp_proto_spec_ctl_send(ucp_ep_h ep,
                                      ucp_proto_spec_msg_type_t type,
                                      const void *hdr, size_t length);
+/* The same in two steps, for a message that must not fail once something
+ * else started: the request, or NULL without memory; then its send, or its
+ * release if it is not wanted after all */
+ucp_request_t *ucp_proto_spec_ctl_prepare(ucp_ep_h ep,
+                                          ucp_proto_spec_msg_type_t type,
+                                          const void *hdr, size_t length);
+void ucp_proto_spec_ctl_post(ucp_request_t *req);
+void ucp_proto_spec_ctl_discard(ucp_request_t *req);
 /* Ends a message of @a length bytes at @a dest with its type; the length to
  * send (a message needs one byte more than its header and key) */
 size_t ucp_proto_spec_msg_seal(void *dest, size_t length,
@@ -434,5 +461,46 @@ void ucp_proto_spec_claim_cleanup(ucp_proto_spec_worker_t *spec);
 /* spec_recv.c */
 void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec,
                                     ucp_ep_h ep);
+/* Sends the RTR of @a carrier on @a lane (its progress, v1 or v2) */
+ucs_status_t ucp_proto_spec_rtr_send(ucp_request_t *carrier,
+                                     ucp_lane_index_t lane);
+int ucp_proto_spec_carrier_purge(ucp_request_t *req, ucs_status_t status,
+                                 int id_released);
+
+/* spec_send.c: the RTR a rendezvous send takes, or NULL (the send is
+ * numbered either way); its RTR-ACK is sent by the caller */
+ucp_proto_spec_rtrq_entry_t *
+ucp_proto_spec_send_take(ucp_proto_spec_worker_t *spec, ucp_request_t *sreq,
+                         ucp_proto_spec_tx_env_t **env_p);
+void ucp_proto_spec_send_rts(ucp_proto_spec_worker_t *spec,
+                             ucp_request_t *sreq, ucp_proto_spec_tx_env_t *env,
+                             ucp_proto_spec_rtrq_entry_t *entry);
+size_t ucp_proto_spec_rtr_build(ucp_request_t *sreq,
+                                const ucp_proto_spec_rtrq_entry_t *entry,
+                                ucp_rndv_rtr_hdr_t *hdr);
+void ucp_proto_spec_taken(ucp_proto_spec_worker_t *spec,
+                          ucp_proto_spec_tx_env_t *env);
+void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
+                                ucp_proto_spec_rtrq_entry_t *entry);
+
+/* spec_v2.c: the wire act on UCP's v2 protocols (UCX >= 1.18; the stubs of
+ * older versions are in spec_compat.h) */
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+const ucp_proto_config_t *
+ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length);
+void ucp_proto_spec_v2_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
+                                    ucp_request_t *rreq,
+                                    ucp_proto_spec_rreq_t *sr,
+                                    const ucp_proto_config_t *rtr_cfg);
+ucs_status_t ucp_proto_spec_v2_am_send(ucp_request_t *carrier,
+                                       ucp_lane_index_t lane,
+                                       uct_pack_callback_t pack, size_t length);
+void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
+                                 const ucp_proto_config_t *rtr_cfg,
+                                 size_t length);
+void ucp_proto_spec_v2_carrier_dead(ucp_request_t *carrier);
+int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq);
+#  define ucp_proto_spec_v2_rreq_rtr_config(_sr) ((_sr)->v2.rtr_cfg)
+#endif
 
 #endif

@@ -92,7 +92,7 @@ static ucp_ep_h ucp_proto_spec_rx_ep(ucp_proto_spec_worker_t *spec,
 
     config = ucp_ep_config(ep);
     if (ucp_ep_config_key_has_tag_lane(&config->key) ||
-        (config->rndv.put_zcopy.lanes[0] == UCP_NULL_LANE)) {
+        (!spec->v2 && (config->rndv.put_zcopy.lanes[0] == UCP_NULL_LANE))) {
         return NULL;
     }
 
@@ -196,13 +196,13 @@ static size_t ucp_proto_spec_rtr_pack(void *dest, void *arg)
                                    UCP_PROTO_SPEC_MSG_RTR);
 }
 
-static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
+ucs_status_t ucp_proto_spec_rtr_send(ucp_request_t *carrier,
+                                     ucp_lane_index_t lane)
 {
-    ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
     ucp_proto_spec_rreq_t *sr = carrier->send.buffer;
     ucp_worker_h worker       = carrier->send.ep->worker;
     ucp_proto_spec_worker_t *spec = worker->spec;
-    size_t rkey_size;
+    size_t rkey_size, length;
     ucs_status_t status;
     ssize_t packed;
 
@@ -234,11 +234,14 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
         return UCS_OK;
     }
 
-    sr->rkey.size = packed;
-    status        = ucp_do_am_single(self, UCP_AM_ID_SPEC,
-                                     ucp_proto_spec_rtr_pack,
-                                     sizeof(ucp_proto_spec_rtr_hdr_t) + packed +
-                                     1);
+    sr->rkey.size   = packed;
+    length          = sizeof(ucp_proto_spec_rtr_hdr_t) + packed + 1;
+    status          = spec->v2 ?
+                      ucp_proto_spec_v2_am_send(carrier, lane,
+                                                ucp_proto_spec_rtr_pack,
+                                                length) :
+                      ucp_do_am_single(&carrier->send.uct, UCP_AM_ID_SPEC,
+                                       ucp_proto_spec_rtr_pack, length);
     sr->rkey.buffer = NULL;
     if (status == UCS_ERR_NO_RESOURCE) {
         return status;
@@ -251,9 +254,15 @@ static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
     }
 
     ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_OUT);
-    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes,
-                         sizeof(ucp_proto_spec_rtr_hdr_t) + packed + 1);
+    UCP_PROTO_SPEC_COUNT(spec, ctl_bytes, length);
     return UCS_OK;
+}
+
+static ucs_status_t ucp_proto_spec_progress_rtr(uct_pending_req_t *self)
+{
+    ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
+
+    return ucp_proto_spec_rtr_send(carrier, carrier->send.lane);
 }
 
 static void ucp_proto_spec_rreq_free(ucp_proto_spec_worker_t *spec,
@@ -295,6 +304,9 @@ static void ucp_proto_spec_rtr_release(ucp_proto_spec_worker_t *spec,
         ucs_assert(!id_released);
         ucp_request_reset_super(carrier);
         carrier->send.buffer = &ucp_proto_spec_dead_carrier;
+        if (spec->v2) {
+            ucp_proto_spec_v2_carrier_dead(carrier);
+        }
     } else {
         if (!id_released) {
             ucp_send_request_id_release(carrier);
@@ -341,6 +353,7 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
     ucp_proto_spec_rx_env_t *env;
+    const ucp_proto_config_t *rtr_cfg;
     ucp_proto_spec_rreq_t *sr;
     ucp_request_t *carrier;
     ucs_status_t status;
@@ -368,6 +381,16 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
         !ucp_proto_spec_predict_rndv(spec, ep,
                                      ucp_proto_spec_rreq_length(rreq))) {
         return;
+    }
+
+    /* v2: the RTR stands for UCX's own, which this receive must have */
+    rtr_cfg = NULL;
+    if (spec->v2) {
+        rtr_cfg = ucp_proto_spec_v2_rtr_config(
+                ep, rreq, ucp_proto_spec_rreq_length(rreq));
+        if (rtr_cfg == NULL) {
+            return;
+        }
     }
 
     ahead = ucp_proto_spec_count_ahead(spec, rreq, env);
@@ -408,7 +431,11 @@ void ucp_proto_spec_recv_posted_slow(ucp_worker_h worker, ucp_request_t *rreq)
     ++env->rtr_count;
     ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_QUEUED);
 
-    ucp_proto_spec_carrier_init(carrier, ep, rreq, sr);
+    if (spec->v2) {
+        ucp_proto_spec_v2_carrier_init(carrier, ep, rreq, sr, rtr_cfg);
+    } else {
+        ucp_proto_spec_carrier_init(carrier, ep, rreq, sr);
+    }
 
     UCP_PROTO_SPEC_COUNT(spec, rtr_sent, 1);
     ucp_trace_req(rreq, "spec: RTR pos 0x%" PRIx64 " to %s", sr->pos,
@@ -657,6 +684,7 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
     ucp_worker_h worker                     = arg;
     ucp_proto_spec_worker_t *spec           = worker->spec;
     const ucp_proto_spec_rtr_ack_hdr_t *hdr = data;
+    const ucp_proto_config_t *rtr_cfg;
     ucp_proto_spec_rreq_t *sr;
     ucp_request_t *carrier, *rreq;
 
@@ -680,7 +708,9 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
     rreq->recv.tag.info.sender_tag = hdr->tag;
     rreq->recv.tag.info.length     = hdr->length;
     rreq->status                   = UCS_OK;
-    rreq->recv.remaining           = hdr->length;
+    if (!spec->v2) {
+        rreq->recv.remaining = hdr->length;
+    }
 
     /* The RTR-ACK stands for the message in the envelope's order */
     ++sr->env->arrivals;
@@ -694,10 +724,16 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
 
     ucp_proto_spec_rtr_detach(sr);
     carrier->send.buffer = NULL; /* UCX's ATP or purge finishes the carrier */
+    rtr_cfg              = ucp_proto_spec_v2_rreq_rtr_config(sr);
     ucp_proto_spec_rreq_free(spec, sr);
     UCP_PROTO_SPEC_COUNT(spec, rtr_ack_recv, 1);
     ucp_trace_req(rreq, "spec: RTR taken, length %" PRIu64, hdr->length);
-    ucp_proto_spec_rtr_ack_offer(spec, carrier, rreq, hdr, length);
+    if (spec->v2) {
+        /* may complete the receive: its data came first */
+        ucp_proto_spec_v2_rtr_taken(carrier, rreq, rtr_cfg, hdr->length);
+    } else {
+        ucp_proto_spec_rtr_ack_offer(spec, carrier, rreq, hdr, length);
+    }
     return UCS_OK;
 }
 
@@ -861,17 +897,20 @@ int ucp_proto_spec_recv_cancel(ucp_worker_h worker, ucp_request_t *rreq)
     return 1;
 }
 
-int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
+/* An RTR carrier's endpoint failed, or the lane it waited on was purged:
+ * nonzero if handled.  With @a id_released UCX released its id already, as
+ * its v1 purge does. */
+int ucp_proto_spec_carrier_purge(ucp_request_t *req, ucs_status_t status,
+                                 int id_released)
 {
     ucp_proto_spec_worker_t *spec;
     ucp_proto_spec_rreq_t *sr;
     ucp_proto_spec_rx_env_t *env;
 
-    if (req->send.uct.func != ucp_proto_spec_progress_rtr) {
-        return 0;
-    }
-
     if (req->send.buffer == &ucp_proto_spec_dead_carrier) {
+        if (!id_released) {
+            ucp_send_request_id_release(req);
+        }
         ucp_request_put(req);
         return 1;
     }
@@ -891,9 +930,15 @@ int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
         /* purged from the lane: released as an RTR that left */
         ucp_proto_spec_rtr_state(sr, UCP_PROTO_SPEC_RTR_OUT);
     }
-    ucp_proto_spec_rtr_dead(spec, sr, 1);
+    ucp_proto_spec_rtr_dead(spec, sr, id_released);
     ucp_proto_spec_finish_cancels(spec, env);
     return 1;
+}
+
+int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status)
+{
+    return (req->send.uct.func == ucp_proto_spec_progress_rtr) &&
+           ucp_proto_spec_carrier_purge(req, status, 1);
 }
 
 void ucp_proto_spec_recv_ep_cleanup(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)

@@ -41,11 +41,18 @@ static uint64_t ucp_proto_spec_tx_pos(const ucp_proto_spec_tx_env_t *env)
     return env->epoch | (env->next & UCP_PROTO_SPEC_INDEX_MASK);
 }
 
-/* Can this send take an RTR at all?  Otherwise it goes the ordinary way */
-static int ucp_proto_spec_send_fits(const ucp_request_t *sreq)
+/* Can this send take an RTR at all?  Otherwise it goes the ordinary way.
+ * v2 finds the protocol that moves the data itself, or the send sends its
+ * RTS after all (spec_v2.c). */
+static int ucp_proto_spec_send_fits(const ucp_proto_spec_worker_t *spec,
+                                    const ucp_request_t *sreq)
 {
     const ucp_ep_config_t *config = ucp_ep_config(sreq->send.ep);
     const ucp_ep_rndv_zcopy_config_t *put_zcopy = &config->rndv.put_zcopy;
+
+    if (spec->v2) {
+        return ucp_proto_spec_v2_sreq_fits(sreq);
+    }
 
     return !(sreq->flags & (UCP_REQUEST_FLAG_SYNC | UCP_REQUEST_FLAG_OFFLOADED)) &&
            UCP_DT_IS_CONTIG(sreq->send.datatype) &&
@@ -77,6 +84,11 @@ static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
 {
     ucp_ep_h ep = sreq->send.ep;
     ucp_lane_index_t lane = ucp_ep_config(ep)->rndv.put_zcopy.lanes[0];
+
+    /* v2 picks the lanes per message: the endpoint's own transport says */
+    if (lane == UCP_NULL_LANE) {
+        lane = ucp_ep_get_am_lane(ep);
+    }
 
     return spec->config.shm_balance &&
            (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
@@ -125,21 +137,22 @@ static unsigned ucp_proto_spec_adapt(ucp_proto_spec_worker_t *spec,
 }
 
 /* UCX's RTR header and key for a send that takes @a entry */
-static size_t ucp_proto_spec_rtr_build(ucp_request_t *sreq,
-                                       const ucp_proto_spec_rtrq_entry_t *entry,
-                                       ucp_rndv_rtr_hdr_t *hdr)
+size_t ucp_proto_spec_rtr_build(ucp_request_t *sreq,
+                                const ucp_proto_spec_rtrq_entry_t *entry,
+                                ucp_rndv_rtr_hdr_t *hdr)
 {
     hdr->sreq_id = ucp_send_request_get_id(sreq);
     hdr->rreq_id = entry->rreq_id;
     hdr->address = entry->address;
-    hdr->size    = sreq->send.length; /* the receive may be larger */
+    hdr->size    = ucp_proto_spec_sreq_length(sreq); /* the receive may be
+                                                        larger */
     hdr->offset  = 0;
     memcpy(hdr + 1, entry->rkey, entry->rkey_length);
     return sizeof(*hdr) + entry->rkey_length;
 }
 
-static void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
-                                       ucp_proto_spec_rtrq_entry_t *entry)
+void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
+                                ucp_proto_spec_rtrq_entry_t *entry)
 {
     ucs_list_del(&entry->list);
     --env->rtrq_length;
@@ -245,30 +258,36 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
     return 1;
 }
 
-int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
+/* §3.2.2: let an RTR that already arrived surface, unless adaptation
+ * stopped them */
+static void ucp_proto_spec_send_early(ucp_proto_spec_worker_t *spec,
+                                      ucp_request_t *sreq)
 {
-    ucp_ep_h ep                   = sreq->send.ep;
-    ucp_proto_spec_worker_t *spec = ep->worker->spec;
-    ucp_proto_spec_rtr_ack_hdr_t ack;
+    ucp_proto_spec_tx_env_t *env;
+
+    env = ucp_proto_spec_tx_env_get(spec, sreq->send.ep,
+                                    sreq->send.msg_proto.tag, 0);
+    if ((env == NULL) || !(env->flags & UCP_PROTO_SPEC_TX_STOPPED)) {
+        ucp_proto_spec_early_progress(spec);
+    }
+}
+
+ucp_proto_spec_rtrq_entry_t *
+ucp_proto_spec_send_take(ucp_proto_spec_worker_t *spec, ucp_request_t *sreq,
+                         ucp_proto_spec_tx_env_t **env_p)
+{
     ucp_proto_spec_rtrq_entry_t *entry;
     ucp_proto_spec_tx_env_t *env;
     uint64_t pos;
 
-    if (spec == NULL) {
-        return 0;
-    }
-
-    env = ucp_proto_spec_tx_env_get(spec, ep, sreq->send.msg_proto.tag, 0);
-    if ((env == NULL) || !(env->flags & UCP_PROTO_SPEC_TX_STOPPED)) {
-        /* §3.2.2: let an RTR that already arrived surface */
-        ucp_proto_spec_early_progress(spec);
-    }
-
-    /* After the pass: callbacks in it may have sent on this envelope */
-    env = ucp_proto_spec_tx_env_get(spec, ep, sreq->send.msg_proto.tag, 1);
+    /* After any progress pass: callbacks in it may have sent on this
+     * envelope */
+    env = ucp_proto_spec_tx_env_get(spec, sreq->send.ep,
+                                    sreq->send.msg_proto.tag, 1);
+    *env_p = env;
     if (env == NULL) {
         sreq->send.spec_pos = 0;
-        return 0;
+        return NULL;
     }
 
     pos                 = ucp_proto_spec_tx_pos(env);
@@ -282,45 +301,84 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
 
     entry = ucp_proto_spec_tx_env_find(env, pos);
     if (entry == NULL) {
-        goto out_rts;
+        ucp_proto_spec_send_rts(spec, sreq, env, NULL);
+        return NULL;
     }
 
-    if ((entry->length < sreq->send.length) || !ucp_proto_spec_send_fits(sreq)) {
+    if ((entry->length < ucp_proto_spec_sreq_length(sreq)) ||
+        !ucp_proto_spec_send_fits(spec, sreq)) {
         /* a short receive buffer is truncation: the RTS path reports it */
         UCP_PROTO_SPEC_COUNT(spec, rtr_drop_unfit, 1);
-        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
-        goto out_rts;
+        ucp_proto_spec_send_rts(spec, sreq, env, entry);
+        return NULL;
     }
 
     if (ucp_proto_spec_decline(spec, sreq)) {
         UCP_PROTO_SPEC_COUNT(spec, rtr_declined, 1);
-        ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
-        goto out_rts;
+        ucp_proto_spec_send_rts(spec, sreq, env, entry);
+        return NULL;
+    }
+
+    ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
+                  pos, entry->rreq_id);
+    return entry;
+}
+
+/* The send goes with an RTS after all: @a entry (if any) is dead, and the
+ * RTS carries adaptation's word */
+void ucp_proto_spec_send_rts(ucp_proto_spec_worker_t *spec,
+                             ucp_request_t *sreq, ucp_proto_spec_tx_env_t *env,
+                             ucp_proto_spec_rtrq_entry_t *entry)
+{
+    if (entry != NULL) {
+        ucp_proto_spec_tx_env_drop_upto(spec, env, entry->pos);
+    }
+
+    sreq->send.spec_pos |= (uint64_t)ucp_proto_spec_adapt(spec, env)
+                           << UCP_PROTO_SPEC_FLAGS_SHIFT;
+}
+
+/* The RTR-ACK of a taken RTR went: count it */
+void ucp_proto_spec_taken(ucp_proto_spec_worker_t *spec,
+                          ucp_proto_spec_tx_env_t *env)
+{
+    ++env->rtr_used;
+    UCP_PROTO_SPEC_COUNT(spec, rtr_used, 1);
+    UCP_PROTO_SPEC_COUNT(spec, rtr_ack_sent, 1);
+}
+
+int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
+{
+    ucp_ep_h ep                   = sreq->send.ep;
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_proto_spec_rtr_ack_hdr_t ack;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+
+    if (spec == NULL) {
+        return 0;
+    }
+
+    ucp_proto_spec_send_early(spec, sreq);
+    entry = ucp_proto_spec_send_take(spec, sreq, &env);
+    if (entry == NULL) {
+        return 0;
     }
 
     ack.rreq_id = entry->rreq_id;
     ack.tag     = sreq->send.msg_proto.tag;
     ack.length  = sreq->send.length;
-    ucp_trace_req(sreq, "spec: takes RTR pos 0x%" PRIx64 " rreq_id 0x%" PRIx64,
-                  pos, entry->rreq_id);
     if (!ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
         if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
                                     sizeof(ack)) != UCS_OK) {
-            ucp_proto_spec_tx_env_drop_upto(spec, env, pos);
-            goto out_rts;
+            ucp_proto_spec_send_rts(spec, sreq, env, entry);
+            return 0;
         }
         sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
     }
 
-    ++env->rtr_used;
-    UCP_PROTO_SPEC_COUNT(spec, rtr_used, 1);
-    UCP_PROTO_SPEC_COUNT(spec, rtr_ack_sent, 1);
+    ucp_proto_spec_taken(spec, env);
     return 1;
-
-out_rts:
-    sreq->send.spec_pos |= (uint64_t)ucp_proto_spec_adapt(spec, env)
-                           << UCP_PROTO_SPEC_FLAGS_SHIFT;
-    return 0;
 }
 
 size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length)

@@ -55,8 +55,10 @@ static int ucp_proto_spec_enabled(ucp_context_h context,
         return 0;
     }
 
-    if (context->config.ext.proto_enable) {
-        ucs_diag("spec: speculative rendezvous needs UCX_PROTO_ENABLE=n");
+    if (context->config.ext.proto_enable &&
+        !UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)) {
+        ucs_diag("spec: speculative rendezvous on this UCX needs "
+                 "UCX_PROTO_ENABLE=n");
         return 0;
     }
 
@@ -143,6 +145,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     }
 
     spec->worker     = worker;
+    spec->v2         = context->config.ext.proto_enable;
     spec->env_mask   = ~spec->config.ignore_mask;
     spec->next_epoch = ucs_generate_uuid((uintptr_t)worker);
     kh_init_inplace(ucp_proto_spec_tx, &spec->tx);

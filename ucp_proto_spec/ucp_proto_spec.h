@@ -21,11 +21,14 @@
 #include <ucs/sys/compiler_def.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct ucp_ep_msg_config;
 
-/* Room an RTS needs beyond UCX's header and rkey */
+/* Room an RTS needs beyond UCX's header and rkey, and the word that ends
+ * the trailer (spec_int.h has its layout) */
 #define UCP_PROTO_SPEC_RTS_TRAILER_SIZE 16
+#define UCP_PROTO_SPEC_RTS_MAGIC        0x53504543u /* "SPEC" */
 
 /*
  * The worker's counters, each named once: its field, and the words
@@ -91,14 +94,16 @@ void ucp_proto_spec_ep_cleanup(ucp_ep_h ep);
 
 /* The start of a worker's speculation state: what the inline hooks test */
 typedef struct ucp_proto_spec_worker_head {
-    unsigned tx_count;  /* send envelopes counted, from a rendezvous send on */
-    unsigned rx_count;  /* receive envelopes learned from an RTS */
+    unsigned      tx_count; /* send envelopes counted, from a rendezvous send
+                               on */
+    unsigned      rx_count; /* receive envelopes learned from an RTS */
+    ucp_request_t *cur_send; /* UCP v2: the send ucp_tag_send_nbx posts */
 } ucp_proto_spec_worker_head_t;
 
-static UCS_F_ALWAYS_INLINE const ucp_proto_spec_worker_head_t *
+static UCS_F_ALWAYS_INLINE ucp_proto_spec_worker_head_t *
 ucp_proto_spec_head(ucp_worker_h worker)
 {
-    return (const ucp_proto_spec_worker_head_t*)worker->spec;
+    return (ucp_proto_spec_worker_head_t*)worker->spec;
 }
 
 void ucp_proto_spec_recv_begin_slow(ucp_worker_h worker, size_t count,
@@ -134,17 +139,30 @@ ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
 }
 
 /* Eager and RTS handlers, after the expected queue was searched (rreq is the
- * match or NULL; rts is NULL for eager) */
-static UCS_F_ALWAYS_INLINE void
+ * match or NULL; rts is NULL for eager).  Returns the RTS's length without
+ * our trailer, which UCP's v2 receive path would read as key bytes: taken
+ * off whether speculation is on here or not. */
+static UCS_F_ALWAYS_INLINE size_t
 ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
                            ucp_request_t *rreq, const void *rts,
                            size_t rts_length)
 {
+    uint32_t magic;
+
     if ((worker->spec != NULL) &&
         ((rts != NULL) || (ucp_proto_spec_head(worker)->rx_count != 0) ||
          ((rreq != NULL) && (rreq->recv.spec != NULL)))) {
         ucp_proto_spec_msg_arrived_slow(worker, tag, rreq, rts, rts_length);
     }
+
+    if ((rts == NULL) || (rts_length < UCP_PROTO_SPEC_RTS_TRAILER_SIZE)) {
+        return rts_length;
+    }
+
+    memcpy(&magic, UCS_PTR_BYTE_OFFSET(rts, rts_length - 2 * sizeof(magic)),
+           sizeof(magic));
+    return (magic == UCP_PROTO_SPEC_RTS_MAGIC) ?
+           (rts_length - UCP_PROTO_SPEC_RTS_TRAILER_SIZE) : rts_length;
 }
 
 /* ucp_tag_recv_common, when the receive matched an unexpected RTS: nonzero
@@ -165,16 +183,37 @@ int ucp_proto_spec_rtr_purge(ucp_request_t *req, ucs_status_t status);
  * RTR was found and the request now puts instead of sending an RTS */
 int ucp_proto_spec_send_rndv(ucp_request_t *sreq);
 
-/* ucp_tag_rndv_rts_pack: append the trailer, return the new length */
+/* ucp_tag_rndv_rts_pack (v1) and ucp_tag_rndv_proto_rts_pack (v2): append
+ * the trailer, return the new length */
 size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length);
+
+/* ucp_tag_send_nbx and ucp_tag_send_sync_nbx on UCP v2, before the protocol
+ * starts: the send that the first call of "tag/rndv" may number */
+static UCS_F_ALWAYS_INLINE void
+ucp_proto_spec_send_begin(ucp_ep_h ep, ucp_request_t *req)
+{
+    req->send.spec_pos = 0;
+    if (ep->worker->spec != NULL) {
+        ucp_proto_spec_head(ep->worker)->cur_send = req;
+    }
+}
+
+/* ucp_tag_rndv_rts_progress (v2), once the request has its id: nonzero if
+ * an RTR was found and the request now moves the data instead of sending an
+ * RTS (or failed) */
+int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq);
 
 /* ucp_tag_send_nbx / ucp_tag_send_sync_nbx on return: count the send on its
  * envelope, if a rendezvous send made it known (an error takes no index) */
 static UCS_F_ALWAYS_INLINE void
 ucp_proto_spec_send_done(ucp_ep_h ep, ucp_tag_t tag, ucs_status_ptr_t ret)
 {
-    if ((ep->worker->spec != NULL) &&
-        (ucp_proto_spec_head(ep->worker)->tx_count != 0) &&
+    if (ep->worker->spec == NULL) {
+        return;
+    }
+
+    ucp_proto_spec_head(ep->worker)->cur_send = NULL;
+    if ((ucp_proto_spec_head(ep->worker)->tx_count != 0) &&
         !UCS_PTR_IS_ERR(ret)) {
         ucp_proto_spec_send_done_slow(ep, tag);
     }

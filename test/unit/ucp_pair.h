@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -62,9 +63,12 @@ static inline void open_side(side_t *side)
     ucp_config_t *config;
 
     assert_int_equal(ucp_config_read(NULL, NULL, &config), UCS_OK);
-    /* the speculative rendezvous hooks UCP's v1 protocols, the default
-     * before 1.16 */
-    assert_int_equal(ucp_config_modify(config, "PROTO_ENABLE", "n"), UCS_OK);
+    /* UCP's v1 protocols (the default before 1.16) unless a test asks for
+     * v2 (T_PROTO_ENABLE=y), whatever UCX_PROTO_ENABLE says */
+    assert_int_equal(ucp_config_modify(config, "PROTO_ENABLE",
+                                       getenv("T_PROTO_ENABLE") ?
+                                       getenv("T_PROTO_ENABLE") : "n"),
+                     UCS_OK);
     assert_int_equal(ucp_init(&params, config, &side->ctx), UCS_OK);
     ucp_config_release(config);
     assert_int_equal(ucp_worker_create(side->ctx, &wparams, &side->worker),

@@ -1,0 +1,297 @@
+/**
+ * ucx-spec: the speculative rendezvous on UCP's v2 protocols (UCX >= 1.18).
+ *
+ * The rules are spec_recv.c's and spec_send.c's; this file is the v2 wire
+ * act under them, as the v1 one is UCX's own v1 RTR path.
+ *
+ * Receiver: the RTR's carrier is a v2 request of protocol "spec/rtr"
+ * (ucp_proto_spec_rtr_proto), whose configuration is a copy of the one v2
+ * selects for this receive had its RTS come without a key: UCX's "rndv/rtr".
+ * So UCX's ATP and RNDV_DATA handlers, which find the carrier by the id the
+ * RTR named, treat it as their own RTR request, while an endpoint failure
+ * (abort) or reconfiguration (reset) reaches our protocol, which leaves the
+ * receive posted.  On v2 a taken RTR's data and ATP travel on the data
+ * lanes, unordered with the RTR-ACK (test/model/spec_rndv.pml, -DV2): until
+ * the RTR-ACK the carrier holds a copy of the receive's iterator of length
+ * SIZE_MAX, so that nothing completes a receive still in the expected queue;
+ * at the RTR-ACK it takes the iterator over and becomes UCX's "rndv/rtr".
+ *
+ * Sender: a send whose v2 protocol is "tag/rndv" takes its RTR in the first
+ * call of that protocol, inside ucp_tag_send_nbx, replaying what UCX's RTR
+ * handler does for an RTR covering the whole request: v2 selects the
+ * protocol that moves the data with the receiver's key (a put, or its
+ * active-message rendezvous).  Only once that succeeded does the RTR-ACK go;
+ * otherwise the send goes on as "tag/rndv" and sends its RTS.
+ *
+ * See file LICENSE for terms.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "spec_int.h"
+
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_request.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/dt/datatype_iter.inl>
+#include <ucp/proto/proto_common.inl>
+#include <ucp/proto/proto_select.inl>
+#include <ucp/proto/proto_single.inl>
+#include <ucp/rndv/proto_rndv.inl>
+#include <ucs/debug/log.h>
+#include <inttypes.h>
+
+
+/* UCX's receiver RTR protocol, declared by UCP_PROTO_REGISTER in proto.c */
+extern ucp_proto_t ucp_rndv_rtr_proto;
+
+UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
+
+
+const ucp_proto_config_t *
+ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
+{
+    const ucp_proto_threshold_elem_t *thresh;
+    ucp_proto_select_param_t sel_param;
+
+    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_RNDV_RECV,
+                                rreq->recv.op_attr, 0,
+                                rreq->recv.dt_iter.dt_class,
+                                &rreq->recv.dt_iter.mem_info, 1);
+    thresh = ucp_proto_select_lookup(ep->worker,
+                                     &ucp_ep_config(ep)->proto_select,
+                                     ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
+                                     &sel_param, length);
+    if ((thresh == NULL) ||
+        (thresh->proto_config.proto != &ucp_rndv_rtr_proto)) {
+        return NULL;
+    }
+
+    return &thresh->proto_config;
+}
+
+static ucs_status_t ucp_proto_spec_v2_rtr_progress(uct_pending_req_t *self)
+{
+    ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
+    const ucp_proto_rndv_ctrl_priv_t *rpriv = carrier->send.proto_config->priv;
+
+    /* no configuration left: a dead carrier, which the call frees */
+    return ucp_proto_spec_rtr_send(carrier, (rpriv == NULL) ? UCP_NULL_LANE :
+                                                              rpriv->lane);
+}
+
+/* The endpoint failed (UCX purges the requests it tracks) or its pending
+ * queue is purged: the receive stays posted for another sender */
+static void ucp_proto_spec_v2_rtr_abort(ucp_request_t *carrier,
+                                        ucs_status_t status)
+{
+    ucp_proto_spec_carrier_purge(carrier, status, 0);
+}
+
+/* The endpoint was reconfigured while the RTR waited on its lane: dropped
+ * rather than sent on the new one (dropping an RTR is always safe), which
+ * also stops UCX's restart from selecting another protocol for it */
+static ucs_status_t ucp_proto_spec_v2_rtr_reset(ucp_request_t *carrier)
+{
+    ucp_proto_spec_carrier_purge(carrier, UCS_ERR_CANCELED, 0);
+    return UCS_ERR_CANCELED;
+}
+
+ucp_proto_t ucp_proto_spec_rtr_proto = {
+    .name     = "spec/rtr",
+    .desc     = "speculative RTR",
+    .flags    = 0,
+    UCP_PROTO_SPEC_PROTO_DT_MASK
+    .probe    = NULL, /* never selected: the carrier sets it itself */
+    .query    = NULL,
+    .progress = {ucp_proto_spec_v2_rtr_progress},
+    .abort    = ucp_proto_spec_v2_rtr_abort,
+    .reset    = ucp_proto_spec_v2_rtr_reset
+};
+
+/* A carrier whose receive went while its RTR waited on the lane: its
+ * configuration went with the receive's state, so it points here until its
+ * progress or a purge frees it */
+static ucp_proto_config_t ucp_proto_spec_v2_dead_cfg = {
+    .proto = &ucp_proto_spec_rtr_proto
+};
+
+void ucp_proto_spec_v2_carrier_dead(ucp_request_t *carrier)
+{
+    carrier->send.proto_config = &ucp_proto_spec_v2_dead_cfg;
+}
+
+ucs_status_t ucp_proto_spec_v2_am_send(ucp_request_t *carrier,
+                                       ucp_lane_index_t lane,
+                                       uct_pack_callback_t pack, size_t length)
+{
+    ucs_status_t status;
+
+    status = ucp_proto_am_bcopy_single_send(carrier, UCP_AM_ID_SPEC, lane,
+                                            pack, carrier, length, 0);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        carrier->send.lane = lane; /* where ucp_request_send queues it */
+    }
+
+    return status;
+}
+
+void ucp_proto_spec_v2_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
+                                    ucp_request_t *rreq,
+                                    ucp_proto_spec_rreq_t *sr,
+                                    const ucp_proto_config_t *rtr_cfg)
+{
+    ucp_proto_request_send_init(carrier, ep, 0);
+    carrier->send.buffer               = sr;
+    carrier->send.rndv.remote_req_id   = UCS_PTR_MAP_KEY_INVALID;
+    carrier->send.rndv.remote_address  = 0;
+    carrier->send.rndv.offset          = 0;
+    carrier->send.rndv.rkey            = NULL;
+    carrier->send.rndv.rkey_buffer     = NULL;
+    ucp_request_set_super(carrier, rreq);
+
+    /* UCX's ATP and RNDV_DATA handlers complete the carrier once the data
+     * they count reaches its length: none may, before the RTR-ACK */
+    carrier->send.state.dt_iter        = rreq->recv.dt_iter;
+    carrier->send.state.dt_iter.length = SIZE_MAX;
+    carrier->send.state.completed_size = 0;
+
+    sr->v2.rtr_cfg   = rtr_cfg;
+    sr->v2.cfg       = *rtr_cfg;
+    sr->v2.cfg.proto = &ucp_proto_spec_rtr_proto;
+    ucp_proto_spec_v2_cfg_init(ep->worker, &sr->v2.cfg);
+    ucp_proto_request_set_proto(carrier, &sr->v2.cfg,
+                                ucp_proto_spec_rreq_length(rreq));
+    ucp_send_request_id_alloc(carrier);
+}
+
+void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
+                                 const ucp_proto_config_t *rtr_cfg,
+                                 size_t length)
+{
+    ucp_worker_h worker = carrier->send.ep->worker;
+    size_t received     = carrier->send.state.completed_size;
+    ucp_rndv_ack_hdr_t atp;
+    uint8_t sg_count;
+
+    /* The iterator is the carrier's now, as UCX's RTS path moves it */
+    ucp_datatype_iter_move(&carrier->send.state.dt_iter, &rreq->recv.dt_iter,
+                           length, &sg_count);
+    carrier->send.state.completed_size = received;
+    carrier->send.proto_config         = rtr_cfg;
+    if (received < length) {
+        return; /* UCX's ATP or data handler completes it */
+    }
+
+    /* Every ATP came first: complete it as UCX's ATP handler does */
+    atp.super.req_id = ucp_send_request_get_id(carrier);
+    atp.super.status = UCS_OK;
+    atp.size         = 0;
+    ucp_proto_rndv_rtr_handle_atp(worker, &atp, sizeof(atp), 0);
+}
+
+
+/* --- sender ------------------------------------------------------------- */
+
+int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq)
+{
+    /* "tag/rndv" serves synchronous sends too: those wait for the RTS's
+     * answer, as on v1 */
+    return (ucp_proto_select_op_id(&sreq->send.proto_config->select_param) ==
+            UCP_OP_ID_TAG_SEND) &&
+           (sreq->send.state.dt_iter.dt_class == UCP_DATATYPE_CONTIG) &&
+           UCP_MEM_IS_HOST(sreq->send.state.dt_iter.mem_info.type);
+}
+
+/* Starts @a sreq's data protocol on the RTR @a rtr (key after it), as UCX's
+ * RTR handler does for an RTR that covers the whole request, but with the
+ * status returned: that handler fails the send where we send the RTS.  On
+ * failure the request is "tag/rndv" again, with a new id. */
+static ucs_status_t ucp_proto_spec_v2_send_start(ucp_request_t *sreq,
+                                                 const ucp_rndv_rtr_hdr_t *rtr,
+                                                 size_t rkey_length)
+{
+    const ucp_proto_select_param_t *select_param =
+            &sreq->send.proto_config->select_param;
+    ucs_status_t status;
+
+    ucp_send_request_id_release(sreq);
+    ucp_datatype_iter_rewind(&sreq->send.state.dt_iter, UCP_DT_MASK_ALL);
+    sreq->flags &= ~UCP_REQUEST_FLAG_PROTO_INITIALIZED;
+
+    status = ucp_proto_spec_rndv_send_start(
+            sreq->send.ep->worker, sreq,
+            ucp_proto_select_op_attr_unpack(select_param->op_attr), rtr,
+            rkey_length, select_param->sg_count);
+    if (status == UCS_OK) {
+        return UCS_OK;
+    }
+
+    /* the lookup did not replace the protocol */
+    return ucp_proto_rndv_rts_request_init(sreq);
+}
+
+int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
+{
+    ucp_ep_h ep                   = sreq->send.ep;
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_proto_spec_rtr_ack_hdr_t ack;
+    ucp_proto_spec_rtrq_entry_t *entry;
+    ucp_proto_spec_tx_env_t *env;
+    ucp_request_t *ack_req;
+    ucp_rndv_rtr_hdr_t *rtr;
+    size_t rtr_length;
+    ucs_status_t status;
+
+    /* A send is numbered in the ucp_tag_send_nbx that posts it, by the
+     * first call of its protocol; later calls (from a lane's pending queue,
+     * after a restart) send the RTS with the position it has.  The early
+     * pass of v1 would run progress inside the request's own. */
+    if ((spec == NULL) || (spec->head.cur_send != sreq)) {
+        return 0;
+    }
+
+    spec->head.cur_send = NULL;
+    entry               = ucp_proto_spec_send_take(spec, sreq, &env);
+    if (entry == NULL) {
+        return 0;
+    }
+
+    /* the RTR-ACK follows the data's start, and must not fail after it */
+    ack.rreq_id = entry->rreq_id;
+    ack.tag     = sreq->send.msg_proto.tag;
+    ack.length  = sreq->send.state.dt_iter.length;
+    ack_req     = ucp_proto_spec_ctl_prepare(ep, UCP_PROTO_SPEC_MSG_RTR_ACK,
+                                             &ack, sizeof(ack));
+    if (ack_req == NULL) {
+        ucp_proto_spec_send_rts(spec, sreq, env, entry);
+        return 0;
+    }
+
+    rtr        = ucs_alloca(sizeof(*rtr) + entry->rkey_length);
+    rtr_length = ucp_proto_spec_rtr_build(sreq, entry, rtr);
+    status     = ucp_proto_spec_v2_send_start(sreq, rtr,
+                                              rtr_length - sizeof(*rtr));
+    if (status != UCS_OK) {
+        ucp_proto_spec_ctl_discard(ack_req);
+        UCP_PROTO_SPEC_COUNT(spec, rtr_drop_unfit, 1);
+        ucp_proto_spec_send_rts(spec, sreq, env, entry);
+        if (!(sreq->flags & UCP_REQUEST_FLAG_PROTO_INITIALIZED)) {
+            /* not even an RTS can go */
+            ucp_proto_request_abort(sreq, status);
+            return 1;
+        }
+        return 0;
+    }
+
+    ucp_proto_spec_rtrq_remove(env, entry);
+    ucp_proto_spec_ctl_post(ack_req);
+    ucp_proto_spec_taken(spec, env);
+    return 1;
+}
+
+#endif
