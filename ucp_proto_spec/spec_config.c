@@ -80,8 +80,9 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "        tag_sender_mask (Open MPI sets it), MPICH's layout (recognised\n"
    "        from MPI_Get_library_version: 4.0-4.2, ch4:ucx) or\n"
    "        UCX_SPEC_SENDER_MASK.\n"
-   "Needs the default protocol path (UCX_PROTO_ENABLE=n), no tag offload, and\n"
-   "put-zcopy on the rendezvous lanes; otherwise it stays off.",
+   "Needs no tag offload, and UCP's v2 protocols (UCX >= 1.18) or its v1 ones\n"
+   "(UCX_PROTO_ENABLE=n) with put-zcopy on the rendezvous lanes; otherwise it\n"
+   "stays off.  On v2 the copy by the idle side (UCX_SPEC_IDLE_COPY) is off.",
    ucs_offsetof(ucp_proto_spec_config_t, rndv), UCS_CONFIG_TYPE_TERNARY_AUTO},
 
   {"THRESH", "auto",
@@ -124,7 +125,8 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "takes an RTR, a receive that matches an RTS when posted) is not copied in\n"
    "the call that finds it: it is offered to both processes, and the first to\n"
    "enter UCP again with it pending (wait, test, progress) copies it, the sender\n"
-   "by put, the receiver by get. n: the finding call copies, as before.",
+   "by put, the receiver by get. n: the finding call copies, as before.\n"
+   "UCP's v1 protocols only (UCX_PROTO_ENABLE=n).",
    ucs_offsetof(ucp_proto_spec_config_t, idle_copy), UCS_CONFIG_TYPE_BOOL},
 
   {"IDLE_COPY_DELAY", "2us",

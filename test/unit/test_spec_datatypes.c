@@ -54,13 +54,18 @@ typedef struct {
 
 static const char *tls;
 
+static int proto_v2(void)
+{
+    return !strcmp(getenv("T_PROTO_ENABLE"), "y");
+}
+
 /* UCX 1.22's cma registers no memory, so UCP's v1 rendezvous has no
  * zero-copy lane on posix,cma and an RTR nothing to put with: the data
- * must still arrive whole, by the ordinary path */
+ * must still arrive whole, by the ordinary path (v2 finds another) */
 static int rndv_can_put(void)
 {
     return (UCP_API_VERSION < UCP_VERSION(1, 22)) ||
-           (strstr(tls, "cma") == NULL);
+           (strstr(tls, "cma") == NULL) || proto_v2();
 }
 static ucp_datatype_t generic_dt;
 
@@ -415,7 +420,8 @@ static int run_group(const char *transports)
 
     tls = transports;
     setenv("UCX_TLS", transports, 1);
-    snprintf(name, sizeof(name), "spec_datatypes[%s]", transports);
+    snprintf(name, sizeof(name), "spec_datatypes[%s%s]", transports,
+             proto_v2() ? ",v2" : "");
     return _cmocka_run_group_tests(name, tests, i, NULL, NULL);
 }
 
@@ -428,7 +434,14 @@ int main(void)
     setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1); /* the test owns progress */
     setenv("UCX_SPEC_IDLE_COPY_DELAY", "0", 1);
 
+    setenv("T_PROTO_ENABLE", "n", 1);
     rc |= run_group("posix,cma");
     rc |= run_group("specrdv");
+#if UCP_API_VERSION >= UCP_VERSION(1, 18)
+    /* UCP's v2 protocols, where speculation runs from 1.18 */
+    setenv("T_PROTO_ENABLE", "y", 1);
+    rc |= run_group("posix,cma");
+    rc |= run_group("specrdv");
+#endif
     return rc;
 }
