@@ -500,6 +500,7 @@ void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
                                  size_t length);
 void ucp_proto_spec_v2_carrier_dead(ucp_request_t *carrier);
 int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq);
+int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length);
 #  define ucp_proto_spec_v2_rreq_rtr_config(_sr) ((_sr)->v2.rtr_cfg)
 #endif
 

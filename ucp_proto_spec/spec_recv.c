@@ -62,17 +62,19 @@ static int ucp_proto_spec_specific(const ucp_proto_spec_worker_t *spec,
     return (tag_mask & spec->env_mask) == spec->env_mask;
 }
 
-/* Would a sender use rendezvous for this length (§3.2.1 prediction)? */
+/* Would a sender use rendezvous for this length (§3.2.1 prediction)?  On
+ * v2, where v2 selects "tag/rndv" for a send of it */
 static int ucp_proto_spec_predict_rndv(const ucp_proto_spec_worker_t *spec,
                                        ucp_ep_h ep, size_t length)
 {
     size_t thresh = spec->config.thresh;
 
-    if (thresh == UCS_MEMUNITS_AUTO) {
-        thresh = ucp_ep_config(ep)->tag.rndv.rma_thresh.remote;
+    if (thresh != UCS_MEMUNITS_AUTO) {
+        return length >= thresh;
     }
 
-    return length >= thresh;
+    return spec->v2 ? ucp_proto_spec_v2_predict_rndv(ep, length) :
+                      (length >= ucp_ep_config(ep)->tag.rndv.rma_thresh.remote);
 }
 
 /* The sender's endpoint of a learned envelope, if it can carry an RTR */

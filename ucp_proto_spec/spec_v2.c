@@ -46,8 +46,10 @@
 #include <inttypes.h>
 
 
-/* UCX's receiver RTR protocol, declared by UCP_PROTO_REGISTER in proto.c */
+/* UCX's receiver RTR and tag rendezvous protocols, declared by
+ * UCP_PROTO_REGISTER in proto.c */
 extern ucp_proto_t ucp_rndv_rtr_proto;
+extern ucp_proto_t ucp_tag_rndv_proto;
 
 UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
 
@@ -74,14 +76,41 @@ ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
     return &thresh->proto_config;
 }
 
+int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length)
+{
+    ucp_memory_info_t mem_info = {};
+    const ucp_proto_threshold_elem_t *thresh;
+    ucp_proto_select_param_t sel_param;
+
+    /* a send from host memory as our side would select it (the peer's
+     * configuration is the same but for its own devices) */
+    mem_info.type    = UCS_MEMORY_TYPE_HOST;
+    mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_TAG_SEND, 0, 0,
+                                UCP_DATATYPE_CONTIG, &mem_info, 1);
+    thresh = ucp_proto_select_lookup(ep->worker,
+                                     &ucp_ep_config(ep)->proto_select,
+                                     ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
+                                     &sel_param, length);
+    return (thresh != NULL) &&
+           (thresh->proto_config.proto == &ucp_tag_rndv_proto);
+}
+
 static ucs_status_t ucp_proto_spec_v2_rtr_progress(uct_pending_req_t *self)
 {
     ucp_request_t *carrier = ucs_container_of(self, ucp_request_t, send.uct);
-    const ucp_proto_rndv_ctrl_priv_t *rpriv = carrier->send.proto_config->priv;
+    const void *rpriv      = carrier->send.proto_config->priv;
+    ucp_lane_index_t lane;
 
     /* no configuration left: a dead carrier, which the call frees */
-    return ucp_proto_spec_rtr_send(carrier, (rpriv == NULL) ? UCP_NULL_LANE :
-                                                              rpriv->lane);
+    if (rpriv == NULL) {
+        return ucp_proto_spec_rtr_send(carrier, UCP_NULL_LANE);
+    }
+
+    /* UCX keeps protocols' private parts unaligned */
+    memcpy(&lane, UCS_PTR_BYTE_OFFSET(rpriv, ucs_offsetof(
+                   ucp_proto_rndv_ctrl_priv_t, lane)), sizeof(lane));
+    return ucp_proto_spec_rtr_send(carrier, lane);
 }
 
 /* The endpoint failed (UCX purges the requests it tracks) or its pending
