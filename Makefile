@@ -301,9 +301,11 @@ bench-thresh: build
 bench-spec: build
 	@$(REPO)/contrib/install-deps bench mpi
 	@mkdir -p $(RESULTS)
-	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) $(RESULTS)/spec.csv
-	$(REPO)/perf/report $(RESULTS)/spec.csv --baseline stock --plot %
-	@cat $(RESULTS)/spec.md
+	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) \
+	    $(RESULTS)/spec$(VERSION_SUFFIX).csv $(BENCH_SPEC_MODES)
+	$(REPO)/perf/report $(RESULTS)/spec$(VERSION_SUFFIX).csv --baseline stock \
+	    --plot %
+	@cat $(RESULTS)/spec$(VERSION_SUFFIX).md
 
 # the RDMA barrier against each MPI's own, 2 ranks bound
 bench-barrier: build

@@ -480,6 +480,9 @@ size_t ucp_proto_spec_rtr_build(ucp_request_t *sreq,
                                 ucp_rndv_rtr_hdr_t *hdr);
 void ucp_proto_spec_taken(ucp_proto_spec_worker_t *spec,
                           ucp_proto_spec_tx_env_t *env);
+void ucp_proto_spec_rtr_ack_init(ucp_proto_spec_rtr_ack_hdr_t *ack,
+                                 const ucp_request_t *sreq,
+                                 const ucp_proto_spec_rtrq_entry_t *entry);
 void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
                                 ucp_proto_spec_rtrq_entry_t *entry);
 

@@ -338,6 +338,16 @@ void ucp_proto_spec_send_rts(ucp_proto_spec_worker_t *spec,
                            << UCP_PROTO_SPEC_FLAGS_SHIFT;
 }
 
+/* The RTR-ACK of @a sreq taking @a entry */
+void ucp_proto_spec_rtr_ack_init(ucp_proto_spec_rtr_ack_hdr_t *ack,
+                                 const ucp_request_t *sreq,
+                                 const ucp_proto_spec_rtrq_entry_t *entry)
+{
+    ack->rreq_id = entry->rreq_id;
+    ack->tag     = sreq->send.msg_proto.tag;
+    ack->length  = ucp_proto_spec_sreq_length(sreq);
+}
+
 /* The RTR-ACK of a taken RTR went: count it */
 void ucp_proto_spec_taken(ucp_proto_spec_worker_t *spec,
                           ucp_proto_spec_tx_env_t *env)
@@ -365,9 +375,7 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
         return 0;
     }
 
-    ack.rreq_id = entry->rreq_id;
-    ack.tag     = sreq->send.msg_proto.tag;
-    ack.length  = sreq->send.length;
+    ucp_proto_spec_rtr_ack_init(&ack, sreq, entry);
     if (!ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
         if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
                                     sizeof(ack)) != UCS_OK) {

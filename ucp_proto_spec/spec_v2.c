@@ -291,11 +291,9 @@ int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
     }
 
     /* the RTR-ACK follows the data's start, and must not fail after it */
-    ack.rreq_id = entry->rreq_id;
-    ack.tag     = sreq->send.msg_proto.tag;
-    ack.length  = sreq->send.state.dt_iter.length;
-    ack_req     = ucp_proto_spec_ctl_prepare(ep, UCP_PROTO_SPEC_MSG_RTR_ACK,
-                                             &ack, sizeof(ack));
+    ucp_proto_spec_rtr_ack_init(&ack, sreq, entry);
+    ack_req = ucp_proto_spec_ctl_prepare(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
+                                         sizeof(ack));
     if (ack_req == NULL) {
         ucp_proto_spec_send_rts(spec, sreq, env, entry);
         return 0;
