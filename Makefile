@@ -302,7 +302,7 @@ bench-spec: build
 	@$(REPO)/contrib/install-deps bench mpi
 	@mkdir -p $(RESULTS)
 	$(CLEAN_ENV) $(REPO)/perf/bench-spec $(PREFIX) \
-	    $(RESULTS)/spec$(VERSION_SUFFIX).csv $(BENCH_SPEC_MODES)
+	    $(RESULTS)/spec$(VERSION_SUFFIX).csv '$(BENCH_SPEC_MODES)'
 	$(REPO)/perf/report $(RESULTS)/spec$(VERSION_SUFFIX).csv --baseline stock \
 	    --plot %
 	@cat $(RESULTS)/spec$(VERSION_SUFFIX).md

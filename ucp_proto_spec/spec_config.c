@@ -89,7 +89,7 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "Receive length from which a receive is predicted to be rendezvous and sends\n"
    "an RTR. \"auto\" uses the rendezvous threshold of the endpoint to the sender\n"
    "(on UCP v2: the lengths for which v2 selects its tag rendezvous for a send\n"
-   "from host memory without fast completion).",
+   "from host memory, with fast completion and without).",
    ucs_offsetof(ucp_proto_spec_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
   {"SENDER_MASK", "auto",

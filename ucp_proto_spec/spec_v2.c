@@ -76,17 +76,19 @@ ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
     return &thresh->proto_config;
 }
 
-int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length)
+/* Whether v2 selects "tag/rndv" for a tag send of @a length from host memory
+ * with @a op_attr_mask, as our side would select it (the peer's
+ * configuration is the same but for its own devices) */
+static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, uint32_t op_attr_mask,
+                                          size_t length)
 {
     ucp_memory_info_t mem_info = {};
     const ucp_proto_threshold_elem_t *thresh;
     ucp_proto_select_param_t sel_param;
 
-    /* a send from host memory as our side would select it (the peer's
-     * configuration is the same but for its own devices) */
     mem_info.type    = UCS_MEMORY_TYPE_HOST;
     mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_TAG_SEND, 0, 0,
+    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_TAG_SEND, op_attr_mask, 0,
                                 UCP_DATATYPE_CONTIG, &mem_info, 1);
     thresh = ucp_proto_select_lookup(ep->worker,
                                      &ucp_ep_config(ep)->proto_select,
@@ -94,6 +96,16 @@ int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length)
                                      &sel_param, length);
     return (thresh != NULL) &&
            (thresh->proto_config.proto == &ucp_tag_rndv_proto);
+}
+
+/* A blocking MPI send asks for fast completion, for which v2 begins its
+ * rendezvous later: predict it only where both kinds of send take it, so
+ * that a blocking sender's eager messages draw no RTR */
+int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length)
+{
+    return ucp_proto_spec_v2_send_is_rndv(ep, 0, length) &&
+           ucp_proto_spec_v2_send_is_rndv(ep, UCP_OP_ATTR_FLAG_FAST_CMPL,
+                                          length);
 }
 
 static ucs_status_t ucp_proto_spec_v2_rtr_progress(uct_pending_req_t *self)
