@@ -54,26 +54,38 @@ extern ucp_proto_t ucp_tag_rndv_proto;
 UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
 
 
-const ucp_proto_config_t *
-ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
+/* The configuration v2 selects on @a ep's own protocols (no remote key) for
+ * @a length bytes of the operation, if it is of protocol @a proto */
+static const ucp_proto_config_t *
+ucp_proto_spec_v2_select(ucp_ep_h ep, ucp_operation_id_t op_id,
+                         uint32_t op_attr_mask, ucp_dt_class_t dt_class,
+                         const ucp_memory_info_t *mem_info, size_t length,
+                         const ucp_proto_t *proto)
 {
     const ucp_proto_threshold_elem_t *thresh;
     ucp_proto_select_param_t sel_param;
 
-    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_RNDV_RECV,
-                                rreq->recv.op_attr, 0,
-                                rreq->recv.dt_iter.dt_class,
-                                &rreq->recv.dt_iter.mem_info, 1);
+    ucp_proto_select_param_init(&sel_param, op_id, op_attr_mask, 0, dt_class,
+                                mem_info, 1);
     thresh = ucp_proto_select_lookup(ep->worker,
                                      &ucp_ep_config(ep)->proto_select,
                                      ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
                                      &sel_param, length);
-    if ((thresh == NULL) ||
-        (thresh->proto_config.proto != &ucp_rndv_rtr_proto)) {
+    if ((thresh == NULL) || (thresh->proto_config.proto != proto)) {
         return NULL;
     }
 
     return &thresh->proto_config;
+}
+
+const ucp_proto_config_t *
+ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
+{
+    return ucp_proto_spec_v2_select(ep, UCP_OP_ID_RNDV_RECV,
+                                    rreq->recv.op_attr,
+                                    rreq->recv.dt_iter.dt_class,
+                                    &rreq->recv.dt_iter.mem_info, length,
+                                    &ucp_rndv_rtr_proto);
 }
 
 /* Whether v2 selects "tag/rndv" for a tag send of @a length from host memory
@@ -83,19 +95,12 @@ static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, uint32_t op_attr_mask,
                                           size_t length)
 {
     ucp_memory_info_t mem_info = {};
-    const ucp_proto_threshold_elem_t *thresh;
-    ucp_proto_select_param_t sel_param;
 
     mem_info.type    = UCS_MEMORY_TYPE_HOST;
     mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    ucp_proto_select_param_init(&sel_param, UCP_OP_ID_TAG_SEND, op_attr_mask, 0,
-                                UCP_DATATYPE_CONTIG, &mem_info, 1);
-    thresh = ucp_proto_select_lookup(ep->worker,
-                                     &ucp_ep_config(ep)->proto_select,
-                                     ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
-                                     &sel_param, length);
-    return (thresh != NULL) &&
-           (thresh->proto_config.proto == &ucp_tag_rndv_proto);
+    return ucp_proto_spec_v2_select(ep, UCP_OP_ID_TAG_SEND, op_attr_mask,
+                                    UCP_DATATYPE_CONTIG, &mem_info, length,
+                                    &ucp_tag_rndv_proto) != NULL;
 }
 
 /* A blocking MPI send asks for fast completion, for which v2 begins its
