@@ -38,6 +38,7 @@
 #include <ucp/core/ucp_request.inl>
 #include <ucp/core/ucp_worker.h>
 #include <ucp/proto/proto_am.inl>
+#include <ucp/rndv/rndv.inl>
 #include <ucs/arch/atomic.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -71,19 +72,45 @@ typedef struct {
 } ucp_proto_spec_offer_t;
 
 
+static int ucp_proto_spec_lane_is_shm(ucp_ep_h ep, ucp_lane_index_t lane)
+{
+    return (lane != UCP_NULL_LANE) &&
+           (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM);
+}
+
 int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
 {
     const ucp_ep_config_t *config = ucp_ep_config(ep);
-    ucp_lane_index_t put          = config->rndv.put_zcopy.lanes[0];
-    ucp_lane_index_t get          = config->rndv.get_zcopy.lanes[0];
+    ucp_lane_index_t i;
 
-    /* RDMA: the NIC copies, nobody's CPU; put-only scheme: no key to get.
-     * Not on UCP v2 yet: its claims start UCX's v1 paths. */
-    return spec->config.idle_copy && !spec->v2 && (put != UCP_NULL_LANE) &&
-           (get != UCP_NULL_LANE) &&
-           (ep->worker->context->config.ext.rndv_mode == UCP_RNDV_MODE_AUTO) &&
-           (ucp_ep_get_tl_rsc(ep, put)->dev_type == UCT_DEVICE_TYPE_SHM) &&
-           (ucp_ep_get_tl_rsc(ep, get)->dev_type == UCT_DEVICE_TYPE_SHM);
+    if (!spec->config.idle_copy ||
+        (ep->worker->context->config.ext.rndv_mode != UCP_RNDV_MODE_AUTO)) {
+        return 0;
+    }
+
+    /* RDMA: the NIC copies, nobody's CPU; put-only scheme: no key to get */
+    if (!spec->v2) {
+        return ucp_proto_spec_lane_is_shm(ep,
+                                          config->rndv.put_zcopy.lanes[0]) &&
+               ucp_proto_spec_lane_is_shm(ep,
+                                          config->rndv.get_zcopy.lanes[0]);
+    }
+
+    /* v2 selects each copy's protocol itself, from the endpoint's lanes: a
+     * CPU copy whichever it takes if they all are shared memory */
+    if (!ucp_proto_spec_lane_is_shm(ep, ucp_ep_get_am_lane(ep)) ||
+        !ucp_proto_spec_lane_is_shm(ep, config->key.rma_bw_lanes[0])) {
+        return 0;
+    }
+
+    for (i = 1; (i < config->key.num_lanes) &&
+                (config->key.rma_bw_lanes[i] != UCP_NULL_LANE); ++i) {
+        if (!ucp_proto_spec_lane_is_shm(ep, config->key.rma_bw_lanes[i])) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 static ucs_status_t ucp_proto_spec_claim_page_create(ucp_proto_spec_worker_t *spec)
@@ -321,10 +348,14 @@ static void ucp_proto_spec_offer_copy(ucp_proto_spec_worker_t *spec,
     rts = (const ucp_rndv_rts_hdr_t*)offer->data;
     ucp_trace_req(offer->rreq, "spec: claimed the copy, get %zu bytes",
                   rts->size);
+    if (spec->v2) {
+        ucp_proto_spec_v2_carrier_return(offer->carrier, offer->rreq);
+    }
     ucp_send_request_id_release(offer->carrier);
     ucp_request_put(offer->carrier);
     ucp_proto_spec_rreq_dereg(offer->rreq);
-    ucp_rndv_receive(spec->worker, offer->rreq, rts, rts + 1);
+    ucp_rndv_receive_start(spec->worker, offer->rreq, rts, rts + 1,
+                           offer->length - sizeof(*rts));
 }
 
 /* One claim attempt, whatever it finds; our slot is free after it.  On a

@@ -148,8 +148,15 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 #  define ucp_proto_spec_v2_am_send(_c, _lane, _pack, _length) \
     UCS_ERR_UNSUPPORTED
 #  define ucp_proto_spec_v2_rtr_taken(_c, _rreq, _cfg, _length) \
+    ({ (void)(_cfg); ucs_fatal("spec: no v2 protocols before UCX 1.18"); 0; })
+#  define ucp_proto_spec_v2_carrier_own(_c, _rreq, _cfg, _length) \
     do { (void)(_cfg); ucs_fatal("spec: no v2 protocols before UCX 1.18"); } \
     while (0)
+#  define ucp_proto_spec_v2_offer_carrier_init(_c, _ep, _rreq, _rts) \
+    ucs_fatal("spec: no v2 protocols before UCX 1.18")
+#  define ucp_proto_spec_v2_carrier_return(_c, _rreq)
+#  define ucp_proto_spec_v2_sreq_key_size(_sreq)               0
+#  define ucp_proto_spec_v2_sreq_key_pack(_sreq, _buf, _addr)  UCS_ERR_UNSUPPORTED
 #  define ucp_proto_spec_v2_carrier_dead(_c)
 #  define ucp_proto_spec_v2_sreq_fits(_sreq)                   0
 #  define ucp_proto_spec_v2_predict_rndv(_ep, _length)         0

@@ -82,7 +82,7 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "        UCX_SPEC_SENDER_MASK.\n"
    "Needs no tag offload, and UCP's v2 protocols (UCX >= 1.18) or its v1 ones\n"
    "(UCX_PROTO_ENABLE=n) with put-zcopy on the rendezvous lanes; otherwise it\n"
-   "stays off.  On v2 the copy by the idle side (UCX_SPEC_IDLE_COPY) is off.",
+   "stays off.",
    ucs_offsetof(ucp_proto_spec_config_t, rndv), UCS_CONFIG_TYPE_TERNARY_AUTO},
 
   {"THRESH", "auto",
@@ -128,7 +128,9 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "the call that finds it: it is offered to both processes, and the first to\n"
    "enter UCP again with it pending (wait, test, progress) copies it, the sender\n"
    "by put, the receiver by get. n: the finding call copies, as before.\n"
-   "UCP's v1 protocols only (UCX_PROTO_ENABLE=n).",
+   "On UCP's v1 protocols it needs put and get zero-copy on the rendezvous\n"
+   "lanes; on v2 every lane of the endpoint on shared memory (v2 selects the\n"
+   "copy's protocol itself).",
    ucs_offsetof(ucp_proto_spec_config_t, idle_copy), UCS_CONFIG_TYPE_BOOL},
 
   {"IDLE_COPY_DELAY", "2us",

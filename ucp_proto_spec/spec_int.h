@@ -485,6 +485,13 @@ void ucp_proto_spec_rtr_ack_init(ucp_proto_spec_rtr_ack_hdr_t *ack,
                                  const ucp_proto_spec_rtrq_entry_t *entry);
 void ucp_proto_spec_rtrq_remove(ucp_proto_spec_tx_env_t *env,
                                 ucp_proto_spec_rtrq_entry_t *entry);
+/* Shared memory: sends @a ack with an offer of the copy (spec_claim.c)
+ * instead of the data; zero if it cannot be offered */
+int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
+                              ucp_request_t *sreq,
+                              ucp_proto_spec_tx_env_t *env,
+                              ucp_proto_spec_rtrq_entry_t *entry,
+                              const ucp_proto_spec_rtr_ack_hdr_t *ack);
 
 /* spec_v2.c: the wire act on UCP's v2 protocols (UCX >= 1.18; the stubs of
  * older versions are in spec_compat.h) */
@@ -498,9 +505,23 @@ void ucp_proto_spec_v2_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
 ucs_status_t ucp_proto_spec_v2_am_send(ucp_request_t *carrier,
                                        ucp_lane_index_t lane,
                                        uct_pack_callback_t pack, size_t length);
-void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
-                                 const ucp_proto_config_t *rtr_cfg,
-                                 size_t length);
+/* The receive's iterator becomes @a carrier's, which is UCX's @a rtr_cfg
+ * from then on, as UCX's RTS path moves it */
+void ucp_proto_spec_v2_carrier_own(ucp_request_t *carrier, ucp_request_t *rreq,
+                                   const ucp_proto_config_t *rtr_cfg,
+                                   size_t length);
+/* At the RTR-ACK: nonzero if that completed the receive */
+int ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
+                                const ucp_proto_config_t *rtr_cfg,
+                                size_t length);
+void ucp_proto_spec_v2_offer_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
+                                          ucp_request_t *rreq,
+                                          const ucp_rndv_rts_hdr_t *rts);
+void ucp_proto_spec_v2_carrier_return(ucp_request_t *carrier,
+                                      ucp_request_t *rreq);
+size_t ucp_proto_spec_v2_sreq_key_size(const ucp_request_t *sreq);
+ssize_t ucp_proto_spec_v2_sreq_key_pack(ucp_request_t *sreq, void *buffer,
+                                        uint64_t *address_p);
 void ucp_proto_spec_v2_carrier_dead(ucp_request_t *carrier);
 int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq);
 int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length);

@@ -571,6 +571,7 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
 {
     ucp_proto_spec_worker_t *spec = worker->spec;
     const ucp_rndv_rts_hdr_t *rts = rts_buf;
+    const ucp_proto_config_t *rtr_cfg = NULL;
     ucp_proto_spec_offer_hdr_t *offer;
     ucp_proto_spec_claim_ref_t ref;
     ucp_request_t *carrier;
@@ -588,6 +589,14 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
         (ep->flags & (UCP_EP_FLAG_CLOSED | UCP_EP_FLAG_FAILED)) ||
         !ucp_proto_spec_idle_copy_usable(spec, ep)) {
         return 0;
+    }
+
+    /* v2: the put's ATP completes the carrier as UCX's own RTR request */
+    if (spec->v2) {
+        rtr_cfg = ucp_proto_spec_v2_rtr_config(ep, rreq, rts->size);
+        if (rtr_cfg == NULL) {
+            return 0;
+        }
     }
 
     status = ucp_proto_spec_rreq_reg(rreq, ucp_ep_config(ep)->key.rma_bw_md_map,
@@ -614,7 +623,11 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
         goto err_put_carrier;
     }
 
-    ucp_proto_spec_carrier_init(carrier, ep, rreq, NULL);
+    if (spec->v2) {
+        ucp_proto_spec_v2_offer_carrier_init(carrier, ep, rreq, rts);
+    } else {
+        ucp_proto_spec_carrier_init(carrier, ep, rreq, NULL);
+    }
     rkey_length = rts_length - sizeof(*rts);
     if (ucp_proto_spec_offer_get(spec, ep, &ref, 1, rreq, carrier, rts,
                                  rts + 1, rkey_length) != UCS_OK) {
@@ -630,6 +643,10 @@ int ucp_proto_spec_rts_matched(ucp_worker_h worker, ucp_request_t *rreq,
     if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_OFFER, offer,
                                 sizeof(*offer) + packed) != UCS_OK) {
         goto err_close;
+    }
+
+    if (spec->v2) {
+        ucp_proto_spec_v2_carrier_own(carrier, rreq, rtr_cfg, rts->size);
     }
 
     /* as ucp_tag_rndv_matched and ucp_rndv_receive would */
@@ -730,10 +747,9 @@ ucp_proto_spec_rtr_ack_handler(void *arg, void *data, size_t length,
     ucp_proto_spec_rreq_free(spec, sr);
     UCP_PROTO_SPEC_COUNT(spec, rtr_ack_recv, 1);
     ucp_trace_req(rreq, "spec: RTR taken, length %" PRIu64, hdr->length);
-    if (spec->v2) {
-        /* may complete the receive: its data came first */
-        ucp_proto_spec_v2_rtr_taken(carrier, rreq, rtr_cfg, hdr->length);
-    } else {
+    /* v2: the receive may be complete now, its data came first */
+    if (!spec->v2 ||
+        !ucp_proto_spec_v2_rtr_taken(carrier, rreq, rtr_cfg, hdr->length)) {
         ucp_proto_spec_rtr_ack_offer(spec, carrier, rreq, hdr, length);
     }
     return UCS_OK;

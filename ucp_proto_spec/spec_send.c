@@ -192,43 +192,55 @@ static ucs_status_t ucp_proto_spec_progress_offered(uct_pending_req_t *self)
     return UCS_OK;
 }
 
-/*
- * Shared memory: send RTR-ACK with an offer of the copy (spec_claim.c) and
- * put nothing now.  Zero if the copy cannot be offered; the caller then
- * sends a plain RTR-ACK and puts.
- */
-static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
-                                     ucp_request_t *sreq,
-                                     ucp_proto_spec_tx_env_t *env,
-                                     ucp_proto_spec_rtrq_entry_t *entry,
-                                     const ucp_proto_spec_rtr_ack_hdr_t *ack)
+/* The key the receiver gets @a sreq's buffer with, and its address, as the
+ * RTS would carry them; negative if there is none */
+static ssize_t ucp_proto_spec_sreq_key_pack(ucp_proto_spec_worker_t *spec,
+                                            ucp_request_t *sreq, void *buffer,
+                                            uint64_t *address_p)
 {
-    ucp_ep_h ep                    = sreq->send.ep;
-    const ucp_ep_config_t *config  = ucp_ep_config(ep);
+    ucp_ep_h ep = sreq->send.ep;
+
+    if (spec->v2) {
+        return ucp_proto_spec_v2_sreq_key_pack(sreq, buffer, address_p);
+    }
+
+    if (ucp_proto_spec_sreq_user_memh(sreq) ||
+        (ucp_request_send_buffer_reg(sreq, ucp_ep_config(ep)->key.rma_bw_md_map,
+                                     UCT_MD_MEM_FLAG_HIDE_ERRORS) != UCS_OK)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    *address_p = (uintptr_t)sreq->send.buffer;
+    return ucp_proto_spec_rkey_pack(ep, ucp_proto_spec_sreq_md_map(sreq),
+                                    ucp_proto_spec_sreq_memh(sreq),
+                                    sreq->send.buffer, sreq->send.length,
+                                    buffer);
+}
+
+int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
+                              ucp_request_t *sreq,
+                              ucp_proto_spec_tx_env_t *env,
+                              ucp_proto_spec_rtrq_entry_t *entry,
+                              const ucp_proto_spec_rtr_ack_hdr_t *ack)
+{
+    ucp_ep_h ep = sreq->send.ep;
     ucp_proto_spec_rtr_ack_offer_t *offer;
     ucp_proto_spec_claim_ref_t ref;
     ucp_rndv_rtr_hdr_t *rtr;
     size_t rtr_length;
+    uint64_t address;
     ssize_t packed;
     void *msg;
 
-    if (!ucp_proto_spec_idle_copy_usable(spec, ep) ||
-        ucp_proto_spec_sreq_user_memh(sreq)) {
+    if (!ucp_proto_spec_idle_copy_usable(spec, ep)) {
         return 0;
     }
 
-    /* the key the receiver gets with, as an RTS would carry it */
-    if (ucp_request_send_buffer_reg(sreq, config->key.rma_bw_md_map,
-                                    UCT_MD_MEM_FLAG_HIDE_ERRORS) != UCS_OK) {
-        return 0;
-    }
-
-    msg    = ucs_alloca(sizeof(*ack) + sizeof(*offer) + config->rndv.rkey_size);
+    msg    = ucs_alloca(sizeof(*ack) + sizeof(*offer) +
+                        (spec->v2 ? ucp_proto_spec_v2_sreq_key_size(sreq) :
+                                    ucp_ep_config(ep)->rndv.rkey_size));
     offer  = UCS_PTR_BYTE_OFFSET(msg, sizeof(*ack));
-    packed = ucp_proto_spec_rkey_pack(ep, ucp_proto_spec_sreq_md_map(sreq),
-                                      ucp_proto_spec_sreq_memh(sreq),
-                                      sreq->send.buffer, sreq->send.length,
-                                      offer + 1);
+    packed = ucp_proto_spec_sreq_key_pack(spec, sreq, offer + 1, &address);
     if ((packed < 0) || (ucp_proto_spec_claim_open(spec, &ref) != UCS_OK)) {
         return 0;
     }
@@ -243,7 +255,7 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
 
     memcpy(msg, ack, sizeof(*ack));
     offer->sreq_id = ucp_send_request_get_id(sreq);
-    offer->address = (uintptr_t)sreq->send.buffer;
+    offer->address = address;
     offer->claim   = ref;
     if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, msg,
                                 sizeof(*ack) + sizeof(*offer) + packed) !=
@@ -254,7 +266,6 @@ static int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
 
     ucp_proto_spec_rtrq_remove(env, entry);
     UCP_PROTO_SPEC_COUNT(spec, copy_offered, 1);
-    sreq->send.uct.func = ucp_proto_spec_progress_offered;
     return 1;
 }
 
@@ -376,13 +387,14 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq)
     }
 
     ucp_proto_spec_rtr_ack_init(&ack, sreq, entry);
-    if (!ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
-        if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
-                                    sizeof(ack)) != UCS_OK) {
-            ucp_proto_spec_send_rts(spec, sreq, env, entry);
-            return 0;
-        }
+    if (ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
+        sreq->send.uct.func = ucp_proto_spec_progress_offered;
+    } else if (ucp_proto_spec_ctl_send(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
+                                       sizeof(ack)) == UCS_OK) {
         sreq->send.uct.func = ucp_proto_spec_progress_rtr_put;
+    } else {
+        ucp_proto_spec_send_rts(spec, sreq, env, entry);
+        return 0;
     }
 
     ucp_proto_spec_taken(spec, env);

@@ -23,6 +23,10 @@
  * active-message rendezvous).  Only once that succeeded does the RTR-ACK go;
  * otherwise the send goes on as "tag/rndv" and sends its RTS.
  *
+ * The idle side's copy (spec_claim.c): a send that offers it stays as its
+ * RTS would have left it, and the claim's winner moves the rendezvous on
+ * through UCX's handlers, the sender's RTR one or the receiver's RTS one.
+ *
  * See file LICENSE for terms.
  */
 
@@ -215,22 +219,29 @@ void ucp_proto_spec_v2_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
     ucp_send_request_id_alloc(carrier);
 }
 
-void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
-                                 const ucp_proto_config_t *rtr_cfg,
-                                 size_t length)
+void ucp_proto_spec_v2_carrier_own(ucp_request_t *carrier, ucp_request_t *rreq,
+                                   const ucp_proto_config_t *rtr_cfg,
+                                   size_t length)
 {
-    ucp_worker_h worker = carrier->send.ep->worker;
-    size_t received     = carrier->send.state.completed_size;
-    ucp_rndv_ack_hdr_t atp;
+    size_t received = carrier->send.state.completed_size;
     uint8_t sg_count;
 
-    /* The iterator is the carrier's now, as UCX's RTS path moves it */
     ucp_datatype_iter_move(&carrier->send.state.dt_iter, &rreq->recv.dt_iter,
                            length, &sg_count);
     carrier->send.state.completed_size = received;
     carrier->send.proto_config         = rtr_cfg;
-    if (received < length) {
-        return; /* UCX's ATP or data handler completes it */
+}
+
+int ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
+                                const ucp_proto_config_t *rtr_cfg,
+                                size_t length)
+{
+    ucp_worker_h worker = carrier->send.ep->worker;
+    ucp_rndv_ack_hdr_t atp;
+
+    ucp_proto_spec_v2_carrier_own(carrier, rreq, rtr_cfg, length);
+    if (carrier->send.state.completed_size < length) {
+        return 0; /* UCX's ATP or data handler completes it */
     }
 
     /* Every ATP came first: complete it as UCX's ATP handler does */
@@ -238,6 +249,77 @@ void ucp_proto_spec_v2_rtr_taken(ucp_request_t *carrier, ucp_request_t *rreq,
     atp.super.status = UCS_OK;
     atp.size         = 0;
     ucp_proto_rndv_rtr_handle_atp(worker, &atp, sizeof(atp), 0);
+    return 1;
+}
+
+
+/* --- the idle side's copy (spec_claim.c) -------------------------------- */
+
+/*
+ * A receive that matched an RTS at its post offers the copy.  Its carrier is
+ * the request UCX's receive start would make for that RTS without a key,
+ * "rndv/rtr", so that the ATP of a put names it, but it sends no RTR: the
+ * OFFER stands for it.  Allocated (with the id the OFFER names) before the
+ * OFFER goes, it owns the receive's iterator once it went
+ * (ucp_proto_spec_v2_carrier_own).
+ */
+void ucp_proto_spec_v2_offer_carrier_init(ucp_request_t *carrier, ucp_ep_h ep,
+                                          ucp_request_t *rreq,
+                                          const ucp_rndv_rts_hdr_t *rts)
+{
+    ucp_proto_request_send_init(carrier, ep, 0);
+    carrier->send.buffer               = NULL;
+    carrier->send.rndv.remote_req_id   = rts->sreq.req_id;
+    carrier->send.rndv.remote_address  = rts->address;
+    carrier->send.rndv.offset          = 0;
+    carrier->send.rndv.rkey            = NULL;
+    carrier->send.rndv.rkey_buffer     = NULL;
+    carrier->send.state.completed_size = 0;
+    ucp_request_set_super(carrier, rreq);
+    ucp_send_request_id_alloc(carrier);
+}
+
+/* The receive claimed the copy: nothing reached its carrier, whose iterator
+ * goes back to the receive for UCX's own RTS path */
+void ucp_proto_spec_v2_carrier_return(ucp_request_t *carrier,
+                                      ucp_request_t *rreq)
+{
+    uint8_t sg_count;
+
+    ucs_assert(carrier->send.state.completed_size == 0);
+    ucp_datatype_iter_move(&rreq->recv.dt_iter, &carrier->send.state.dt_iter,
+                           carrier->send.state.dt_iter.length, &sg_count);
+}
+
+size_t ucp_proto_spec_v2_sreq_key_size(const ucp_request_t *sreq)
+{
+    const void *rpriv = sreq->send.proto_config->priv;
+    size_t size;
+
+    memcpy(&size, UCS_PTR_BYTE_OFFSET(rpriv, ucs_offsetof(
+                   ucp_proto_rndv_ctrl_priv_t, packed_rkey_size)),
+           sizeof(size));
+    return size;
+}
+
+/* The send's key and address exactly as its RTS would carry them: UCX's
+ * "tag/rndv" registered the buffer for that before our hook ran */
+ssize_t ucp_proto_spec_v2_sreq_key_pack(ucp_request_t *sreq, void *buffer,
+                                        uint64_t *address_p)
+{
+    ucp_rndv_rts_hdr_t *rts;
+    size_t length;
+
+    rts    = ucs_alloca(sizeof(*rts) +
+                        ucp_proto_spec_v2_sreq_key_size(sreq));
+    length = ucp_proto_rndv_rts_pack(sreq, rts, sizeof(*rts)) - sizeof(*rts);
+    if ((rts->address == 0) || (length == 0)) {
+        return UCS_ERR_UNSUPPORTED; /* nothing to get with */
+    }
+
+    memcpy(buffer, rts + 1, length);
+    *address_p = rts->address;
+    return length;
 }
 
 
@@ -307,8 +389,14 @@ int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
         return 0;
     }
 
-    /* the RTR-ACK follows the data's start, and must not fail after it */
     ucp_proto_spec_rtr_ack_init(&ack, sreq, entry);
+    if (ucp_proto_spec_send_offer(spec, sreq, env, entry, &ack)) {
+        /* as after its RTS: the claim's winner sends the put or the get */
+        ucp_proto_spec_taken(spec, env);
+        return 1;
+    }
+
+    /* the RTR-ACK follows the data's start, and must not fail after it */
     ack_req = ucp_proto_spec_ctl_prepare(ep, UCP_PROTO_SPEC_MSG_RTR_ACK, &ack,
                                          sizeof(ack));
     if (ack_req == NULL) {
