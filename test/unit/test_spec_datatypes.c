@@ -327,6 +327,7 @@ static const size_t sizes[] = {
     1, 8, 4096, 8192, 8256, 8257, 8415, 8416, 8417, 8424, 8432, 16840,
     16849, 65536 + 3, 262144 + 8, 1048576 + 5
 };
+#define NUM_SIZES          (sizeof(sizes) / sizeof(sizes[0]))
 #define NUM_SIZES_VALGRIND 14
 
 static int under_valgrind(void)
@@ -360,8 +361,7 @@ static void test_pass(void **state)
     assert_int_equal(transfer(&s, &r, DT_CONTIG, DT_CONTIG, 65536, 0, 0), 0);
     spec = ucp_proto_spec_worker_counters(r.worker, &c0) == UCS_OK;
 
-    num_sizes = under_valgrind() ? NUM_SIZES_VALGRIND :
-                                   (sizeof(sizes) / sizeof(sizes[0]));
+    num_sizes = under_valgrind() ? NUM_SIZES_VALGRIND : NUM_SIZES;
     for (i = 0; i < num_sizes; ++i) {
         for (sk = DT_CONTIG; sk < DT_LAST; ++sk) {
             for (rk = DT_CONTIG; rk < DT_LAST; ++rk) {
@@ -374,8 +374,19 @@ static void test_pass(void **state)
         }
     }
 
+    /* v2 predicts rendezvous only where its sends with fast completion
+     * take it too, 256 KiB over posix+cma: valgrind's shorter sweep still
+     * crosses that once */
+    for (order = 0; under_valgrind() && (order < 2); ++order) {
+        failed += transfer(&s, &r, DT_CONTIG, DT_CONTIG,
+                           sizes[NUM_SIZES - 1], order,
+                           ++seed);
+        ++count;
+    }
+
     print_message("%s, %s: %u transfers, %u failed, up to %zu B\n", tls,
-                  pass->name, count, failed, sizes[num_sizes - 1]);
+                  pass->name, count, failed,
+                  sizes[NUM_SIZES - 1]);
     if (spec) {
         /* the paths speculation adds were taken */
         ucp_proto_spec_worker_counters(r.worker, &c1);
