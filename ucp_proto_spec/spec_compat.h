@@ -160,6 +160,7 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 #  define ucp_proto_spec_v2_carrier_dead(_c)
 #  define ucp_proto_spec_v2_sreq_fits(_sreq)                   0
 #  define ucp_proto_spec_v2_predict_rndv(_ep, _length)         0
+#  define ucp_proto_spec_v2_send_predict_rndv(_ep, _param, _length) 0
 #endif
 
 /* A protocol's datatypes: a field from 1.22 (it was probed for all) */

@@ -525,6 +525,10 @@ ssize_t ucp_proto_spec_v2_sreq_key_pack(ucp_request_t *sreq, void *buffer,
 void ucp_proto_spec_v2_carrier_dead(ucp_request_t *carrier);
 int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq);
 int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length);
+/* Whether v2 will send this tag send of @a length as a rendezvous */
+int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
+                                        const ucp_request_param_t *param,
+                                        size_t length);
 #  define ucp_proto_spec_v2_rreq_rtr_config(_sr) ((_sr)->v2.rtr_cfg)
 #endif
 

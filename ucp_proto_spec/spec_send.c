@@ -283,6 +283,32 @@ static void ucp_proto_spec_send_early(ucp_proto_spec_worker_t *spec,
     }
 }
 
+/*
+ * v2: the pass runs before the protocol starts, since inside "tag/rndv" the
+ * request is one UCX tracks, which a failure found by progress would purge
+ * under its own call.  Whether v2 will make the send a rendezvous takes a
+ * selection lookup, asked only on an envelope that already had one: RTRs
+ * come for no other (the receiver learns an envelope from its RTS).
+ */
+void ucp_proto_spec_send_begin_slow(ucp_ep_h ep, ucp_request_t *req,
+                                    size_t count,
+                                    const ucp_request_param_t *param)
+{
+    ucp_proto_spec_worker_t *spec = ep->worker->spec;
+    ucp_datatype_t datatype       = ucp_request_param_datatype(param);
+
+    if (!spec->config.early_progress || !UCP_DT_IS_CONTIG(datatype) ||
+        (ucp_proto_spec_tx_env_get(spec, ep, req->send.msg_proto.tag, 0) ==
+         NULL) ||
+        !ucp_proto_spec_v2_send_predict_rndv(ep, param,
+                                             ucp_contig_dt_length(datatype,
+                                                                  count))) {
+        return;
+    }
+
+    ucp_proto_spec_send_early(spec, req);
+}
+
 ucp_proto_spec_rtrq_entry_t *
 ucp_proto_spec_send_take(ucp_proto_spec_worker_t *spec, ucp_request_t *sreq,
                          ucp_proto_spec_tx_env_t **env_p)

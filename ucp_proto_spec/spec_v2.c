@@ -107,6 +107,16 @@ static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, uint32_t op_attr_mask,
                                     &ucp_tag_rndv_proto) != NULL;
 }
 
+int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
+                                        const ucp_request_param_t *param,
+                                        size_t length)
+{
+    uint32_t op_attr_mask = (param->op_attr_mask &
+                             UCP_OP_ATTR_FLAG_FAST_CMPL);
+
+    return ucp_proto_spec_v2_send_is_rndv(ep, op_attr_mask, length);
+}
+
 /* A blocking MPI send asks for fast completion, for which v2 begins its
  * rendezvous later: predict it only where both kinds of send take it, so
  * that a blocking sender's eager messages draw no RTR */
@@ -378,7 +388,7 @@ int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
     /* A send is numbered in the ucp_tag_send_nbx that posts it, by the
      * first call of its protocol; later calls (from a lane's pending queue,
      * after a restart) send the RTS with the position it has.  The early
-     * pass of v1 would run progress inside the request's own. */
+     * pass ran before the protocol started (ucp_proto_spec_send_begin). */
     if ((spec == NULL) || (spec->head.cur_send != sreq)) {
         return 0;
     }

@@ -188,12 +188,20 @@ int ucp_proto_spec_send_rndv(ucp_request_t *sreq);
 size_t ucp_proto_spec_rts_pack(ucp_request_t *sreq, void *rts, size_t length);
 
 /* ucp_tag_send_nbx and ucp_tag_send_sync_nbx on UCP v2, before the protocol
- * starts: the send that the first call of "tag/rndv" may number */
+ * starts: the send that the first call of "tag/rndv" may number, after the
+ * early progress pass of a send v2 will make a rendezvous */
+void ucp_proto_spec_send_begin_slow(ucp_ep_h ep, ucp_request_t *req,
+                                    size_t count,
+                                    const ucp_request_param_t *param);
 static UCS_F_ALWAYS_INLINE void
-ucp_proto_spec_send_begin(ucp_ep_h ep, ucp_request_t *req)
+ucp_proto_spec_send_begin(ucp_ep_h ep, ucp_request_t *req, size_t count,
+                          const ucp_request_param_t *param)
 {
     req->send.spec_pos = 0;
     if (ep->worker->spec != NULL) {
+        if (ucp_proto_spec_head(ep->worker)->tx_count != 0) {
+            ucp_proto_spec_send_begin_slow(ep, req, count, param);
+        }
         ucp_proto_spec_head(ep->worker)->cur_send = req;
     }
 }

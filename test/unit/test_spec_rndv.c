@@ -973,17 +973,35 @@ static int setup_early(void **state)
     return ret;
 }
 
-/* The early progress pass of a later post is not idle: it claims nothing.
- * v2 has no early pass (spec_v2.c says why). */
+/* §3.2.2: the RTR reached the sender while it computed; the send's early
+ * pass finds it, so the send takes it instead of sending its RTS */
+static void test_early_pass_takes_rtr(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr, rr;
+    void *rreq;
+
+    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+    sr = post_send(fx, &fx->s, 1, BIG, 0);
+    assert_int_equal(S_DELTA(fx, early_progress), 1);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 0);
+
+    wait_both(fx, &rr);
+    wait_both(fx, sr);
+    assert_int_equal(rr.status, UCS_OK);
+    check_data(fx, 1, 1, BIG, BIG);
+    ucp_request_free(rreq);
+}
+
+/* The early progress pass of a later post is not idle: it claims nothing */
 static void test_idle_not_in_early_pass(void **state)
 {
     fx_t *fx = *state;
     req_t *sr, *sr2, rr, rr2;
     void *rreq, *rreq2;
 
-    if (!strcmp(getenv("T_PROTO_ENABLE"), "y")) {
-        skip();
-    }
     idle_rtr_offered(fx, &sr, &rr, &rreq);
     sr2 = post_send(fx, &fx->s, 2, BIG, 0);   /* its pass runs progress */
     assert_true(S_DELTA(fx, early_progress) >= 1);
@@ -1115,6 +1133,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_idle_rts_receiver_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_loopback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_early_pass_takes_rtr, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
         cmocka_unit_test_setup_teardown(test_no_idle_copy, setup_no_idle_copy, teardown),
