@@ -183,7 +183,8 @@ typedef struct {
 } ucp_proto_spec_rtrq_entry_t;
 
 enum {
-    UCP_PROTO_SPEC_TX_STOPPED = UCS_BIT(0)  /* adaptation: no RTR wanted */
+    UCP_PROTO_SPEC_TX_STOPPED = UCS_BIT(0), /* adaptation: no RTR wanted */
+    UCP_PROTO_SPEC_TX_RTRS    = UCS_BIT(1)  /* an RTR came for it */
 };
 
 /* Sender side: one (endpoint, tag) */

@@ -974,25 +974,36 @@ static int setup_early(void **state)
 }
 
 /* §3.2.2: the RTR reached the sender while it computed; the send's early
- * pass finds it, so the send takes it instead of sending its RTS */
+ * pass finds it, so the send takes it instead of sending its RTS.  The pass
+ * runs on an envelope that RTRs reach: not before the first one came. */
 static void test_early_pass_takes_rtr(void **state)
 {
     fx_t *fx = *state;
-    req_t *sr, rr;
-    void *rreq;
+    req_t *sr, rr[2];
+    void *rreq[2];
+    unsigned i;
 
-    rreq = post_recv(fx, 1, BIG, MASK_FULL, &rr);
-    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
-    sr = post_send(fx, &fx->s, 1, BIG, 0);
+    rreq[0] = post_recv(fx, 1, BIG, MASK_FULL, &rr[0]);
+    sr      = post_send(fx, &fx->s, 1, BIG, 0); /* RTS: no RTR came yet */
+    assert_int_equal(S_DELTA(fx, early_progress), 0);
+    assert_int_equal(S_DELTA(fx, rtr_used), 0);
+    wait_both(fx, &rr[0]);
+    wait_both(fx, sr);
+
+    rreq[1] = post_recv(fx, 2, BIG, MASK_FULL, &rr[1]);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 2);
+    sr = post_send(fx, &fx->s, 2, BIG, 0);
     assert_int_equal(S_DELTA(fx, early_progress), 1);
     assert_int_equal(S_DELTA(fx, rtr_used), 1);
-    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 0);
-
-    wait_both(fx, &rr);
+    assert_int_equal(S_DELTA(fx, rts_trailer_sent), 1);
+    wait_both(fx, &rr[1]);
     wait_both(fx, sr);
-    assert_int_equal(rr.status, UCS_OK);
-    check_data(fx, 1, 1, BIG, BIG);
-    ucp_request_free(rreq);
+
+    for (i = 0; i < 2; ++i) {
+        assert_int_equal(rr[i].status, UCS_OK);
+        check_data(fx, i + 1, i + 1, BIG, BIG);
+        ucp_request_free(rreq[i]);
+    }
 }
 
 /* The early progress pass of a later post is not idle: it claims nothing */
