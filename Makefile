@@ -332,6 +332,10 @@ $(POLL_COST): $(REPO)/perf/poll_cost.c $(BUILD_DIR)/.install-key
 	$(CC) -O2 -Wall -Werror -I$(PREFIX)/include -o $@ $< -L$(PREFIX)/lib \
 	    -Wl,-rpath,$(PREFIX)/lib -luct -lucs
 
+# A set of bench-rdma's, reported and shown if its part ran for this version
+comma := ,
+rdma_report = @csv=$(RESULTS)/$(1)$(VERSION_SUFFIX).csv; [ ! -s $$csv ] || \
+	{ $(REPO)/perf/report $$csv $(2) && cat $${csv%.csv}.md; }
 bench-rdma: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
@@ -340,18 +344,15 @@ bench-rdma: build
 	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) \
 	    -w $(BUILD_DIR)/test/perf -t 2400 \
 	    $(if $(BENCH_RDMA_PARTS),-e 'BENCH_RDMA_PARTS=$(BENCH_RDMA_PARTS)') -- \
-	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest.csv \
-	    $(RESULTS)/specrdv-rdma-guest.csv $(RESULTS)/spec-rdma-guest.csv \
-	    $(RESULTS)/barrier-rdma-guest.csv $(RESULTS)/hotbuf-rdma-guest.csv
-	$(REPO)/perf/report $(RESULTS)/rdma-guest.csv
-	$(REPO)/perf/report $(RESULTS)/specrdv-rdma-guest.csv \
-	    --baseline rc_verbs,ud_verbs
-	$(REPO)/perf/report $(RESULTS)/spec-rdma-guest.csv --baseline stock --plot %
-	$(REPO)/perf/report $(RESULTS)/barrier-rdma-guest.csv --baseline own
-	$(REPO)/perf/report $(RESULTS)/hotbuf-rdma-guest.csv --baseline stock
-	@cat $(RESULTS)/rdma-guest.md $(RESULTS)/specrdv-rdma-guest.md \
-	    $(RESULTS)/spec-rdma-guest.md $(RESULTS)/barrier-rdma-guest.md \
-	    $(RESULTS)/hotbuf-rdma-guest.md $(RESULTS)/hotbuf-rdma-guest.csv.thresholds
+	    $(REPO)/perf/bench-rdma $(PREFIX) $(RESULTS)/rdma-guest$(VERSION_SUFFIX).csv \
+	    $(RESULTS)/specrdv-rdma-guest$(VERSION_SUFFIX).csv $(RESULTS)/spec-rdma-guest$(VERSION_SUFFIX).csv \
+	    $(RESULTS)/barrier-rdma-guest$(VERSION_SUFFIX).csv $(RESULTS)/hotbuf-rdma-guest$(VERSION_SUFFIX).csv
+	$(call rdma_report,rdma-guest,)
+	$(call rdma_report,specrdv-rdma-guest,--baseline rc_verbs$(comma)ud_verbs)
+	$(call rdma_report,spec-rdma-guest,--baseline stock --plot %)
+	$(call rdma_report,barrier-rdma-guest,--baseline own)
+	$(call rdma_report,hotbuf-rdma-guest,--baseline stock)
+	@cat $(RESULTS)/hotbuf-rdma-guest$(VERSION_SUFFIX).csv.thresholds 2>/dev/null || true
 
 # Where UCX's v2 protocols copy and where they go zero-copy, for a buffer
 # reused and one used once (emulated, between the guest's rxe hosts); made
