@@ -72,7 +72,7 @@ typedef struct {
 } ucp_proto_spec_offer_t;
 
 
-static int ucp_proto_spec_lane_is_shm(ucp_ep_h ep, ucp_lane_index_t lane)
+int ucp_proto_spec_lane_is_shm(ucp_ep_h ep, ucp_lane_index_t lane)
 {
     return (lane != UCP_NULL_LANE) &&
            (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM);
@@ -99,11 +99,11 @@ int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec, ucp_ep_h ep)
     /* v2 selects each copy's protocol itself, from the endpoint's lanes: a
      * CPU copy whichever it takes if they all are shared memory */
     if (!ucp_proto_spec_lane_is_shm(ep, ucp_ep_get_am_lane(ep)) ||
-        !ucp_proto_spec_lane_is_shm(ep, config->key.rma_bw_lanes[0])) {
+        (config->key.rma_bw_lanes[0] == UCP_NULL_LANE)) {
         return 0;
     }
 
-    for (i = 1; (i < config->key.num_lanes) &&
+    for (i = 0; (i < config->key.num_lanes) &&
                 (config->key.rma_bw_lanes[i] != UCP_NULL_LANE); ++i) {
         if (!ucp_proto_spec_lane_is_shm(ep, config->key.rma_bw_lanes[i])) {
             return 0;

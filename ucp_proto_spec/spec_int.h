@@ -431,6 +431,7 @@ ssize_t ucp_proto_spec_rkey_pack(ucp_ep_h ep, ucp_md_map_t md_map,
                                  size_t length, void *buffer);
 
 /* spec_claim.c: the idle side copies */
+int ucp_proto_spec_lane_is_shm(ucp_ep_h ep, ucp_lane_index_t lane);
 int ucp_proto_spec_idle_copy_usable(ucp_proto_spec_worker_t *spec,
                                     ucp_ep_h ep);
 /* The offering side: a slot of its claim page (UCS_ERR_NO_RESOURCE: copy

@@ -90,8 +90,7 @@ static int ucp_proto_spec_decline(ucp_proto_spec_worker_t *spec,
         lane = ucp_ep_get_am_lane(ep);
     }
 
-    return spec->config.shm_balance &&
-           (ucp_ep_get_tl_rsc(ep, lane)->dev_type == UCT_DEVICE_TYPE_SHM) &&
+    return spec->config.shm_balance && ucp_proto_spec_lane_is_shm(ep, lane) &&
            ucp_proto_spec_peer_declines(spec, ep);
 }
 
@@ -192,6 +191,14 @@ static ucs_status_t ucp_proto_spec_progress_offered(uct_pending_req_t *self)
     return UCS_OK;
 }
 
+/* Room for the key ucp_proto_spec_sreq_key_pack packs */
+static size_t ucp_proto_spec_sreq_key_size(const ucp_proto_spec_worker_t *spec,
+                                           const ucp_request_t *sreq)
+{
+    return spec->v2 ? ucp_proto_spec_v2_sreq_key_size(sreq) :
+                      ucp_ep_config(sreq->send.ep)->rndv.rkey_size;
+}
+
 /* The key the receiver gets @a sreq's buffer with, and its address, as the
  * RTS would carry them; negative if there is none */
 static ssize_t ucp_proto_spec_sreq_key_pack(ucp_proto_spec_worker_t *spec,
@@ -237,8 +244,7 @@ int ucp_proto_spec_send_offer(ucp_proto_spec_worker_t *spec,
     }
 
     msg    = ucs_alloca(sizeof(*ack) + sizeof(*offer) +
-                        (spec->v2 ? ucp_proto_spec_v2_sreq_key_size(sreq) :
-                                    ucp_ep_config(ep)->rndv.rkey_size));
+                        ucp_proto_spec_sreq_key_size(spec, sreq));
     offer  = UCS_PTR_BYTE_OFFSET(msg, sizeof(*ack));
     packed = ucp_proto_spec_sreq_key_pack(spec, sreq, offer + 1, &address);
     if ((packed < 0) || (ucp_proto_spec_claim_open(spec, &ref) != UCS_OK)) {
