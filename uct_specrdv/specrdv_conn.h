@@ -76,6 +76,7 @@
     _(RING_EVICTED,   "rings this side took back from cold peers") \
     _(RING_REVOKED,   "rings peers took back from this side") \
     _(RING_RECLAIMED, "rings taken back from peers that were gone") \
+    _(TX_TAIL_CLEARED, "tail bytes cleared where a gathered payload went") \
     _(TX_GATHERED,    "ring messages written from the user's buffers")
 
 enum {

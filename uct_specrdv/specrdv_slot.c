@@ -11,6 +11,7 @@
 #include "specrdv_slot.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
 #include <string.h>
 
 
@@ -32,8 +33,30 @@ void uct_specrdv_ring_tx_init(uct_specrdv_ring_tx_t *tx, void *slots,
 {
     tx->slots = slots;
     tx->geom  = *geom;
-    tx->head  = 0;
-    tx->tail  = 0;
+    tx->head       = 0;
+    tx->tail       = 0;
+    tx->unseen     = NULL;
+    tx->clear_tail = 0;
+}
+
+void uct_specrdv_ring_tx_set_unseen(uct_specrdv_ring_tx_t *tx,
+                                    uct_specrdv_unseen_t *unseen)
+{
+    tx->unseen = unseen;
+}
+
+void uct_specrdv_ring_tx_gathered(uct_specrdv_ring_tx_t *tx, uint32_t index,
+                                  uint32_t begin, uint32_t end)
+{
+    uct_specrdv_unseen_t *unseen = &tx->unseen[index];
+
+    /* one stretch per slot: the known bytes between two are counted in */
+    if (unseen->begin != unseen->end) {
+        begin = ucs_min(begin, unseen->begin);
+        end   = ucs_max(end, unseen->end);
+    }
+    unseen->begin = begin;
+    unseen->end   = end;
 }
 
 uint32_t uct_specrdv_ring_tx_post(uct_specrdv_ring_tx_t *tx,
@@ -43,13 +66,27 @@ uint32_t uct_specrdv_ring_tx_post(uct_specrdv_ring_tx_t *tx,
     uint8_t *slot         = uct_specrdv_ring_slot(tx->slots, &tx->geom, index);
     volatile uint8_t *tail = slot + tx->geom.payload_offset + hdr->length;
     uct_specrdv_hdr_t *slot_hdr = (uct_specrdv_hdr_t*)slot;
+    uct_specrdv_unseen_t *unseen;
+    uint32_t offset;
     uint8_t flag;
 
     ucs_assert(uct_specrdv_ring_tx_credits(tx) > 0);
     ucs_assert(hdr->length <= uct_specrdv_ring_max_payload(&tx->geom));
 
     /* The view mirrors the receiver's slot, so this byte is what the receiver
-     * holds at the tail position; a stale flag there must not look new */
+     * holds at the tail position; a stale flag there must not look new.
+     * Where a gathered payload went past the view, the receiver's byte is
+     * the user's, and may be either flag: the writer clears it first, and
+     * this message's write brings the view level again up to its tail. */
+    if (tx->unseen != NULL) {
+        unseen         = &tx->unseen[index % tx->geom.num_slots];
+        offset         = tx->geom.payload_offset + hdr->length;
+        tx->clear_tail = (offset >= unseen->begin) && (offset < unseen->end);
+        unseen->begin  = ucs_max(unseen->begin, offset + 1);
+        if (unseen->begin >= unseen->end) {
+            unseen->begin = unseen->end = 0;
+        }
+    }
     flag = (*tail == UCT_SPECRDV_FLAG_PRIMARY) ? UCT_SPECRDV_FLAG_SECONDARY :
                                                  UCT_SPECRDV_FLAG_PRIMARY;
 

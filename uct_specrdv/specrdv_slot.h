@@ -13,7 +13,10 @@
  * RDMA write copies out (verbs), or the receiver's slots mapped directly (shm).
  * Because slots are persistently associated, that view shows what the
  * receiver's tail position holds, so the sender picks the flag value that
- * differs from it and slots are never zeroed.  The receiver sees the head flag,
+ * differs from it and slots are never zeroed.  A writer that gathers a
+ * payload from the user's buffers (verbs) leaves the view behind the
+ * receiver there: the slot records how far, and a later message whose tail
+ * falls in that stretch has the writer clear the tail byte first.  The receiver sees the head flag,
  * reads the length, then waits for the tail flag to equal the head flag:
  * bytes land in address order, so a matching tail means the payload is whole.
  *
@@ -80,11 +83,22 @@ typedef struct uct_specrdv_ring_geom {
 } uct_specrdv_ring_geom_t;
 
 
+/* Offsets [begin, end) of a slot (begin == end: none) */
+typedef struct uct_specrdv_unseen {
+    uint32_t begin;
+    uint32_t end;
+} uct_specrdv_unseen_t;
+
+
 typedef struct uct_specrdv_ring_tx {
     uint8_t                 *slots;   /* sender's view of the receiver's slots */
     uct_specrdv_ring_geom_t geom;
     uint32_t                head;     /* next slot to write, free-running */
     uint32_t                tail;     /* slots the receiver returned */
+    /* per slot, where a writer gathers: the receiver's bytes there may
+     * differ from the view */
+    uct_specrdv_unseen_t    *unseen;
+    int                     clear_tail; /* of the last message posted */
 } uct_specrdv_ring_tx_t;
 
 
@@ -142,10 +156,20 @@ uct_specrdv_ring_tx_payload(uct_specrdv_ring_tx_t *tx)
 /**
  * Seal the next slot, whose payload the caller has written: header, head flag,
  * then the tail flag with a release store.  Returns the slot's index; the
- * writer transfers bytes [0, payload_offset + hdr->length] of it.
+ * writer transfers bytes [0, payload_offset + hdr->length] of it, after
+ * writing a zero at the tail position if tx->clear_tail.
  */
 uint32_t uct_specrdv_ring_tx_post(uct_specrdv_ring_tx_t *tx,
                                   const uct_specrdv_hdr_t *hdr);
+
+/* A writer that gathers: @a unseen has a zeroed entry per slot */
+void uct_specrdv_ring_tx_set_unseen(uct_specrdv_ring_tx_t *tx,
+                                    uct_specrdv_unseen_t *unseen);
+
+/* The bytes [begin, end) of the message just posted in slot @a index went to
+ * the receiver from the user's buffers, not from the view */
+void uct_specrdv_ring_tx_gathered(uct_specrdv_ring_tx_t *tx, uint32_t index,
+                                  uint32_t begin, uint32_t end);
 
 /* The receiver's returned tail arrived (piggybacked or explicit) */
 void uct_specrdv_ring_tx_credits_update(uct_specrdv_ring_tx_t *tx,

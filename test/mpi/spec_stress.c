@@ -70,6 +70,27 @@ static int fail(int rank, const char *what, uint64_t seq)
     return 1;
 }
 
+/* Where @a got differs from @a expect: which bytes, and whether they were
+ * ever written (0xee is the receive buffer's fill), for the report */
+static void diff_report(int rank, const uint8_t *got, const uint8_t *expect,
+                        size_t len)
+{
+    size_t i, first = len, last = 0, n = 0, unwritten = 0;
+
+    for (i = 0; i < len; ++i) {
+        if (got[i] != expect[i]) {
+            first      = (n == 0) ? i : first;
+            last       = i;
+            unwritten += (got[i] == 0xee);
+            ++n;
+        }
+    }
+
+    fprintf(stderr, "rank %d: %zu of %zu bytes differ, offsets %zu..%zu, "
+            "%zu of them never written\n", rank, n, len, first, last,
+            unwritten);
+}
+
 typedef struct {
     size_t len;
     int    tag;
@@ -202,6 +223,7 @@ int main(int argc, char **argv)
                 }
                 fill(expect, rplan[j].len, seq_rx + j);
                 if (memcmp(rbuf[j], expect, rplan[j].len) != 0) {
+                    diff_report(rank, rbuf[j], expect, rplan[j].len);
                     fail(rank, "corrupt bytes", seq_rx + j);
                 }
                 for (size_t b = rplan[j].len; b < rplan[j].buflen; ++b) {

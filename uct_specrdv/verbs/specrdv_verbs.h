@@ -41,6 +41,10 @@
  * not wait behind the messages they would unblock */
 #define UCT_SPECRDV_VERBS_TX_RESERVE 4
 
+/* Work requests a message may take: a ring message clears its tail byte
+ * first where a gathered payload left it unknown */
+#define UCT_SPECRDV_VERBS_MSG_WRS    2
+
 /* Incoming connections read at once; more wait in the listen backlog */
 #define UCT_SPECRDV_VERBS_MAX_ACCEPTING 16
 
@@ -282,6 +286,7 @@ struct uct_specrdv_verbs_peer {
     uint64_t                  ring_remote; /* our ring there */
     uint8_t                   *mirror;    /* our view of our ring there */
     struct ibv_mr             *mirror_mr;
+    uct_specrdv_unseen_t      *unseen;    /* per slot, see specrdv_slot.h */
     int                       tx_ring;    /* -1 without one */
     uint16_t                  ring_asked; /* ring requests sent */
     int                       ring_waiting;

@@ -909,6 +909,7 @@ void uct_specrdv_verbs_conn_peer_destroy(uct_specrdv_verbs_iface_t *iface,
         ibv_dereg_mr(peer->mirror_mr);
     }
     ucs_free(peer->mirror);
+    ucs_free(peer->unseen);
     ibv_dereg_mr(peer->fb_tx_mr);
     ucs_free(peer->fb_tx);
     ucs_free(peer->fb_sn);

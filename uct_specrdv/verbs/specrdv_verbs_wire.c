@@ -123,22 +123,16 @@ ucs_status_t uct_specrdv_verbs_peer_add_comp(uct_specrdv_verbs_iface_t *iface,
     return UCS_OK;
 }
 
-/* The element is taken before the post, so that nothing can fail once a
- * work request is posted */
-ucs_status_t uct_specrdv_verbs_peer_post_comp(uct_specrdv_verbs_iface_t *iface,
-                                              uct_specrdv_verbs_peer_t *peer,
-                                              struct ibv_send_wr *wr,
-                                              uct_completion_t *comp)
+/* Post @a wr with @a comp's element @a elem (NULL without @a comp), taken
+ * before, so that nothing can fail once a work request is posted */
+static ucs_status_t
+uct_specrdv_verbs_peer_post_elem(uct_specrdv_verbs_iface_t *iface,
+                                 uct_specrdv_verbs_peer_t *peer,
+                                 struct ibv_send_wr *wr,
+                                 uct_specrdv_verbs_comp_t *elem,
+                                 uct_completion_t *comp)
 {
-    uct_specrdv_verbs_comp_t *elem = NULL;
     ucs_status_t status;
-
-    if (comp != NULL) {
-        elem = ucs_mpool_get_inline(&iface->comp_mp);
-        if (elem == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-    }
 
     status = uct_specrdv_verbs_peer_post(iface, peer, wr, comp != NULL);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -152,6 +146,23 @@ ucs_status_t uct_specrdv_verbs_peer_post_comp(uct_specrdv_verbs_iface_t *iface,
         uct_specrdv_verbs_peer_push_comp(peer, elem, comp);
     }
     return UCS_OK;
+}
+
+ucs_status_t uct_specrdv_verbs_peer_post_comp(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer,
+                                              struct ibv_send_wr *wr,
+                                              uct_completion_t *comp)
+{
+    uct_specrdv_verbs_comp_t *elem = NULL;
+
+    if (comp != NULL) {
+        elem = ucs_mpool_get_inline(&iface->comp_mp);
+        if (elem == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
+    return uct_specrdv_verbs_peer_post_elem(iface, peer, wr, elem, comp);
 }
 
 void uct_specrdv_verbs_peer_purge_comps(uct_specrdv_verbs_peer_t *peer,
@@ -273,7 +284,8 @@ uct_specrdv_verbs_peer_tx_ok(uct_specrdv_verbs_iface_t *iface,
     }
 
     return uct_specrdv_verbs_peer_tx_room(iface, peer,
-                                          UCT_SPECRDV_VERBS_TX_RESERVE + 1);
+                                          UCT_SPECRDV_VERBS_TX_RESERVE +
+                                          UCT_SPECRDV_VERBS_MSG_WRS);
 }
 
 int uct_specrdv_verbs_tx_room(uct_specrdv_conns_t *conns,
@@ -367,6 +379,29 @@ int uct_specrdv_verbs_fb_can_send(uct_specrdv_conns_t *conns,
     return uct_specrdv_verbs_fb_reserve(conns, generic, &tx) == UCS_OK;
 }
 
+/* A gathered payload put the user's bytes in the receiver's slot, where the
+ * mirror has others: one of them may equal the tail flag of a shorter
+ * message sent into the slot later, and the receiver would take that message
+ * as whole while its write is still landing (over v2's rendezvous put, the
+ * stress found such messages ending in an older message's bytes).  A zero
+ * written first, in order on the QP, is no flag. */
+static void uct_specrdv_verbs_ring_clear_tail(uct_specrdv_verbs_iface_t *iface,
+                                              uct_specrdv_verbs_peer_t *peer,
+                                              uint32_t slot, size_t length)
+{
+    static const uint8_t zero = 0;
+
+    if (!peer->super.tx.clear_tail) {
+        return;
+    }
+
+    uct_specrdv_verbs_peer_write_inline(iface, peer, &zero, sizeof(zero),
+                                        peer->ring_remote +
+                                        (size_t)slot * peer->geom.slot_size +
+                                        length - 1, peer->rings_rkey);
+    UCT_SPECRDV_CONNS_STAT(&iface->super.conns, TX_TAIL_CLEARED);
+}
+
 void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
                                   uct_specrdv_peer_t *generic,
                                   uint32_t slot, size_t length)
@@ -374,6 +409,8 @@ void uct_specrdv_verbs_ring_write(uct_specrdv_conns_t *conns,
     uct_specrdv_verbs_iface_t *iface = uct_specrdv_verbs_conns_iface(conns);
     uct_specrdv_verbs_peer_t *peer   = uct_specrdv_verbs_peer(generic);
     size_t offset                    = (size_t)slot * peer->geom.slot_size;
+
+    uct_specrdv_verbs_ring_clear_tail(iface, peer, slot, length);
 
     peer->ring_wr.sge.addr               = (uintptr_t)peer->mirror + offset;
     peer->ring_wr.sge.length             = length;
@@ -407,6 +444,7 @@ uct_specrdv_verbs_ring_write_gather(uct_specrdv_conns_t *conns,
         .wr.rdma.remote_addr = peer->ring_remote + offset,
         .wr.rdma.rkey        = peer->ring_wr.wr.wr.rdma.rkey
     };
+    uct_specrdv_verbs_comp_t *elem = NULL;
     ucs_iov_iter_t iov_iter;
     ucs_status_t status;
     size_t i;
@@ -433,13 +471,21 @@ uct_specrdv_verbs_ring_write_gather(uct_specrdv_conns_t *conns,
     sge[wr.num_sge].length   = 1;
     sge[wr.num_sge++].lkey   = peer->mirror_mr->lkey;
 
-    status = uct_specrdv_verbs_peer_post_comp(iface, peer, &wr, comp);
-    if (status == UCS_ERR_NO_MEMORY) {
-        goto copy;
-    } else if (status != UCS_OK) {
+    /* the completion's element first, so that the clear cannot go alone */
+    if (comp != NULL) {
+        elem = ucs_mpool_get_inline(&iface->comp_mp);
+        if (elem == NULL) {
+            goto copy;
+        }
+    }
+
+    uct_specrdv_verbs_ring_clear_tail(iface, peer, slot, length);
+    status = uct_specrdv_verbs_peer_post_elem(iface, peer, &wr, elem, comp);
+    if (status != UCS_OK) {
         return status; /* the peer has failed */
     }
 
+    uct_specrdv_ring_tx_gathered(&peer->super.tx, slot, head, length - 1);
     UCT_SPECRDV_CONNS_STAT(conns, TX_GATHERED);
     return UCS_INPROGRESS;
 
@@ -475,7 +521,16 @@ uct_specrdv_verbs_peer_mirror(uct_specrdv_verbs_iface_t *iface,
         }
     }
 
+    if (peer->unseen == NULL) {
+        peer->unseen = ucs_calloc(peer->geom.num_slots, sizeof(*peer->unseen),
+                                  "specrdv_verbs_unseen");
+        if (peer->unseen == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
     memset(peer->mirror, 0, bytes);
+    memset(peer->unseen, 0, peer->geom.num_slots * sizeof(*peer->unseen));
     return UCS_OK;
 }
 
@@ -502,6 +557,7 @@ static ucs_status_t uct_specrdv_verbs_ring_granted(uct_specrdv_verbs_iface_t *if
     peer->ring_wr.wr.opcode       = IBV_WR_RDMA_WRITE;
     peer->ring_wr.wr.wr.rdma.rkey = peer->rings_rkey;
     uct_specrdv_ring_tx_init(&peer->super.tx, peer->mirror, &peer->geom);
+    uct_specrdv_ring_tx_set_unseen(&peer->super.tx, peer->unseen);
     return UCS_OK;
 }
 
