@@ -161,6 +161,7 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 #  define ucp_proto_spec_v2_sreq_fits(_sreq)                   0
 #  define ucp_proto_spec_v2_predict_rndv(_ep, _length)         0
 #  define ucp_proto_spec_v2_send_predict_rndv(_ep, _param, _length) 0
+#  define ucp_proto_spec_v2_cleanup(_spec)
 #endif
 
 /* A protocol's datatypes: a field from 1.22 (it was probed for all) */
@@ -178,32 +179,6 @@ typedef const uct_mem_h *ucp_proto_spec_memh_t;
 #else
 #  define ucp_proto_spec_v2_cfg_init(_worker, _cfg)
 #endif
-
-/* UCX's start of a rendezvous send on an RTR: 1.18 takes the RTR's length
- * and finds the key after it, 1.22 takes the key and its length, and
- * declares it (1.18 defines it without) */
-#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 22)
-#  define ucp_proto_spec_rndv_send_start(_worker, _req, _op_attr, _rtr, \
-                                         _rkey_length, _sg_count) \
-    ucp_proto_rndv_send_start(_worker, _req, _op_attr, _rtr, (_rtr) + 1, \
-                              _rkey_length, _sg_count)
-#elif UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
-#  define UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START \
-    ucs_status_t ucp_proto_rndv_send_start(ucp_worker_h worker, \
-                                           ucp_request_t *req, \
-                                           uint32_t op_attr_mask, \
-                                           const ucp_rndv_rtr_hdr_t *rtr, \
-                                           size_t header_length, \
-                                           uint8_t sg_count);
-#  define ucp_proto_spec_rndv_send_start(_worker, _req, _op_attr, _rtr, \
-                                         _rkey_length, _sg_count) \
-    ucp_proto_rndv_send_start(_worker, _req, _op_attr, _rtr, \
-                              sizeof(*(_rtr)) + (_rkey_length), _sg_count)
-#endif
-#ifndef UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
-#  define UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
-#endif
-
 
 /* --- memory domain attributes ------------------------------------------- */
 

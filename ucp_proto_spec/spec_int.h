@@ -328,6 +328,7 @@ typedef struct ucp_proto_spec_worker {
     ucs_list_link_t           rx_lru;
     ucp_proto_spec_counters_t cnt;
     int                       v2;         /* on UCP's v2 protocols */
+    ucs_list_link_t           v2_puts;    /* spec_v2.c, put configurations */
     int                       early;      /* in the early progress pass */
     struct {
         int32_t               shmid;      /* our claim page, -1 until used */
@@ -531,6 +532,7 @@ int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length);
 int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
                                         const ucp_request_param_t *param,
                                         size_t length);
+void ucp_proto_spec_v2_cleanup(ucp_proto_spec_worker_t *spec);
 #  define ucp_proto_spec_v2_rreq_rtr_config(_sr) ((_sr)->v2.rtr_cfg)
 #endif
 

@@ -19,9 +19,10 @@
  * Sender: a send whose v2 protocol is "tag/rndv" takes its RTR in the first
  * call of that protocol, inside ucp_tag_send_nbx, replaying what UCX's RTR
  * handler does for an RTR covering the whole request: v2 selects the
- * protocol that moves the data with the receiver's key (a put, or its
- * active-message rendezvous).  Only once that succeeded does the RTR-ACK go;
- * otherwise the send goes on as "tag/rndv" and sends its RTS.
+ * protocol that moves the data with the receiver's key, and where that is its
+ * active-message rendezvous but the same selection built a put, the put
+ * (ucp_proto_spec_v2_put_config says why).  Only once that succeeded does the
+ * RTR-ACK go; otherwise the send goes on as "tag/rndv" and sends its RTS.
  *
  * The idle side's copy (spec_claim.c): a send that offers it stays as its
  * RTS would have left it, and the claim's winner moves the rendezvous on
@@ -43,6 +44,7 @@
 #include <ucp/core/ucp_worker.h>
 #include <ucp/dt/datatype_iter.inl>
 #include <ucp/proto/proto_common.inl>
+#include <ucp/proto/proto_perf.h>
 #include <ucp/proto/proto_select.inl>
 #include <ucp/proto/proto_single.inl>
 #include <ucp/rndv/proto_rndv.inl>
@@ -50,12 +52,27 @@
 #include <inttypes.h>
 
 
-/* UCX's receiver RTR and tag rendezvous protocols, declared by
- * UCP_PROTO_REGISTER in proto.c */
+/* UCX's protocols, declared by UCP_PROTO_REGISTER in proto.c */
 extern ucp_proto_t ucp_rndv_rtr_proto;
 extern ucp_proto_t ucp_tag_rndv_proto;
+extern ucp_proto_t ucp_rndv_am_bcopy_proto;
+extern ucp_proto_t ucp_rndv_am_zcopy_proto;
+extern ucp_proto_t ucp_rndv_put_zcopy_proto;
 
-UCP_PROTO_SPEC_DECLARE_RNDV_SEND_START
+/* UCX's choice of a rendezvous data protocol with a peer's key
+ * (rndv/proto_rndv.c, defined there without a declaration) */
+ucs_status_t ucp_proto_rndv_send_reply(ucp_worker_h worker, ucp_request_t *req,
+                                       ucp_operation_id_t op_id,
+                                       uint32_t op_attr_mask, size_t length,
+                                       const void *rkey_buffer,
+                                       size_t rkey_length, uint8_t sg_count);
+
+/* A put configuration in place of the one v2 selected */
+struct ucp_proto_spec_v2_put {
+    ucs_list_link_t          list;
+    const ucp_proto_config_t *selected;
+    ucp_proto_config_t       cfg;      /* proto NULL: the selection has none */
+};
 
 
 /* The configuration v2 selects on @a ep's own protocols (no remote key) for
@@ -345,32 +362,138 @@ int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq)
            UCP_MEM_IS_HOST(sreq->send.state.dt_iter.mem_info.type);
 }
 
+/* The put that the selection of @a selected built beside it, if the put
+ * takes @a length.  v2 weighs its active-message rendezvous against a put as
+ * if the receiver were inside UCP when the data comes; after a taken RTR it
+ * seldom is, and the fragments wait in its receive queue until it calls UCP
+ * again (rc_verbs, guest, 1.22.0: none of 1 MB in place when the receiver
+ * began to wait, against 98 % by v1's put).  A put needs nobody there.  The
+ * selection keeps every protocol it built, each with its private part, for
+ * the worker's life; only the configuration that names one is ours. */
+static const ucp_proto_config_t *
+ucp_proto_spec_v2_put_config(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
+                             const ucp_proto_config_t *selected,
+                             ucp_rkey_h rkey, size_t length)
+{
+    ucp_worker_h worker = ep->worker;
+    const ucp_proto_select_elem_t *select_elem;
+    const ucp_proto_init_elem_t *init_elem;
+    const ucp_proto_perf_segment_t *seg;
+    struct ucp_proto_spec_v2_put *put;
+    ucp_proto_query_attr_t attr;
+
+    ucs_list_for_each(put, &spec->v2_puts, list) {
+        if (put->selected == selected) {
+            goto found;
+        }
+    }
+
+    put = ucs_calloc(1, sizeof(*put), "spec_v2_put");
+    if (put == NULL) {
+        return NULL;
+    }
+
+    put->selected = selected;
+    select_elem   = ucp_proto_select_lookup_slow(
+            worker, &ucp_rkey_config(worker, rkey)->proto_select, 1,
+            selected->ep_cfg_index, selected->rkey_cfg_index,
+            &selected->select_param);
+    if (select_elem != NULL) {
+        ucs_array_for_each(init_elem, &select_elem->proto_init.protocols) {
+            if (ucp_protocols[init_elem->proto_id] !=
+                &ucp_rndv_put_zcopy_proto) {
+                continue;
+            }
+
+            put->cfg           = *selected;
+            put->cfg.proto     = &ucp_rndv_put_zcopy_proto;
+            put->cfg.priv      = &ucs_array_elem(
+                    &select_elem->proto_init.priv_buf,
+                    init_elem->priv_offset);
+            put->cfg.init_elem = init_elem;
+            ucp_proto_spec_v2_cfg_init(worker, &put->cfg);
+            break;
+        }
+    }
+
+    ucs_list_add_tail(&spec->v2_puts, &put->list);
+
+found:
+    if (put->cfg.proto == NULL) {
+        return NULL;
+    }
+
+    /* its range, and lanes whose interfaces the selection made progress */
+    seg = ucp_proto_perf_find_segment_lb(put->cfg.init_elem->perf, length);
+    if ((seg == NULL) || (ucp_proto_perf_segment_start(seg) > length)) {
+        return NULL;
+    }
+
+    ucp_proto_config_query(worker, &put->cfg, length, &attr);
+    if (attr.lane_map & ~ucp_ep_config(ep)->proto_lane_map) {
+        return NULL;
+    }
+
+    return &put->cfg;
+}
+
 /* Starts @a sreq's data protocol on the RTR @a rtr (key after it), as UCX's
- * RTR handler does for an RTR that covers the whole request, but with the
- * status returned: that handler fails the send where we send the RTS.  On
- * failure the request is "tag/rndv" again, with a new id. */
-static ucs_status_t ucp_proto_spec_v2_send_start(ucp_request_t *sreq,
+ * RTR handler does for an RTR that covers the whole request (its
+ * ucp_proto_rndv_send_start), but with the status returned: that handler
+ * fails the send where we send the RTS.  On failure the request is
+ * "tag/rndv" again, with a new id. */
+static ucs_status_t ucp_proto_spec_v2_send_start(ucp_proto_spec_worker_t *spec,
+                                                 ucp_request_t *sreq,
                                                  const ucp_rndv_rtr_hdr_t *rtr,
                                                  size_t rkey_length)
 {
     const ucp_proto_select_param_t *select_param =
             &sreq->send.proto_config->select_param;
+    const ucp_proto_config_t *put_cfg;
+    const ucp_proto_t *proto;
     ucs_status_t status;
 
     ucp_send_request_id_release(sreq);
     ucp_datatype_iter_rewind(&sreq->send.state.dt_iter, UCP_DT_MASK_ALL);
     sreq->flags &= ~UCP_REQUEST_FLAG_PROTO_INITIALIZED;
 
-    status = ucp_proto_spec_rndv_send_start(
-            sreq->send.ep->worker, sreq,
-            ucp_proto_select_op_attr_unpack(select_param->op_attr), rtr,
-            rkey_length, select_param->sg_count);
-    if (status == UCS_OK) {
-        return UCS_OK;
+    sreq->send.rndv.remote_address = rtr->address;
+    sreq->send.rndv.remote_req_id  = rtr->rreq_id;
+    sreq->send.rndv.offset         = rtr->offset;
+    status = ucp_proto_rndv_send_reply(
+            sreq->send.ep->worker, sreq, UCP_OP_ID_RNDV_SEND,
+            ucp_proto_select_op_attr_unpack(select_param->op_attr), rtr->size,
+            rtr + 1, rkey_length, select_param->sg_count);
+    if (status != UCS_OK) {
+        /* the lookup did not replace the protocol */
+        return ucp_proto_rndv_rts_request_init(sreq);
     }
 
-    /* the lookup did not replace the protocol */
-    return ucp_proto_rndv_rts_request_init(sreq);
+    proto = sreq->send.proto_config->proto;
+    if ((sreq->send.rndv.rkey != NULL) &&
+        ((proto == &ucp_rndv_am_zcopy_proto) ||
+         (proto == &ucp_rndv_am_bcopy_proto))) {
+        put_cfg = ucp_proto_spec_v2_put_config(spec, sreq->send.ep,
+                                               sreq->send.proto_config,
+                                               sreq->send.rndv.rkey,
+                                               rtr->size);
+        if (put_cfg != NULL) {
+            ucp_proto_request_set_proto(sreq, put_cfg, rtr->size);
+            UCP_PROTO_SPEC_COUNT(spec, rtr_put, 1);
+        }
+    }
+
+    ucp_request_send(sreq);
+    return UCS_OK;
+}
+
+void ucp_proto_spec_v2_cleanup(ucp_proto_spec_worker_t *spec)
+{
+    struct ucp_proto_spec_v2_put *put, *tmp;
+
+    ucs_list_for_each_safe(put, tmp, &spec->v2_puts, list) {
+        ucs_free(put);
+    }
 }
 
 int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
@@ -416,7 +539,7 @@ int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
 
     rtr        = ucs_alloca(sizeof(*rtr) + entry->rkey_length);
     rtr_length = ucp_proto_spec_rtr_build(sreq, entry, rtr);
-    status     = ucp_proto_spec_v2_send_start(sreq, rtr,
+    status     = ucp_proto_spec_v2_send_start(spec, sreq, rtr,
                                               rtr_length - sizeof(*rtr));
     if (status != UCS_OK) {
         ucp_proto_spec_ctl_discard(ack_req);

@@ -153,6 +153,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
     kh_init_inplace(ucp_proto_spec_peer, &spec->peers);
     ucs_list_head_init(&spec->tx_lru);
     ucs_list_head_init(&spec->rx_lru);
+    ucs_list_head_init(&spec->v2_puts);
     kh_init_inplace(ucp_proto_spec_page, &spec->claim.peers);
     ucs_list_head_init(&spec->claim.offers);
     spec->claim.shmid = UCP_PROTO_SPEC_CLAIM_NONE;
@@ -187,6 +188,7 @@ void ucp_proto_spec_worker_cleanup(ucp_worker_h worker)
 
     ucp_proto_spec_claim_cleanup(spec);
     ucp_proto_spec_env_cleanup(spec);
+    ucp_proto_spec_v2_cleanup(spec);
     kh_destroy_inplace(ucp_proto_spec_peer, &spec->peers);
     UCS_STATS_NODE_FREE(spec->stats);
     ucs_config_parser_release_opts(&spec->config, ucp_proto_spec_config_table);

@@ -40,6 +40,9 @@ struct ucp_ep_msg_config;
     _c(rtr_sent,          "rtr sent") \
     _c(rtr_recv,          "received") \
     _c(rtr_used,          "used") \
+    /* UCP v2: of those, moved by a put where v2 chose its active-message \
+     * rendezvous */ \
+    _c(rtr_put,           "by put") \
     /* dropped at the sender: its send had gone with an RTS, had gone eager \
      * (misprediction), an old epoch, an envelope it no longer holds or \
      * beyond the bitmap, the envelope stopped by adaptation, buffer too \
