@@ -55,8 +55,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Fill the next slot of the mirror; returns its index */
-static uint32_t post(fixture_t *f, const void *payload, uint32_t length)
+/* Seal the next slot of the mirror for @a length bytes; returns its index */
+static uint32_t seal(fixture_t *f, uint32_t length)
 {
     uct_specrdv_hdr_t hdr = {
         .length = length,
@@ -66,8 +66,14 @@ static uint32_t post(fixture_t *f, const void *payload, uint32_t length)
     };
 
     assert_true(uct_specrdv_ring_tx_credits(&f->tx) > 0);
-    memcpy(uct_specrdv_ring_tx_payload(&f->tx), payload, length);
     return uct_specrdv_ring_tx_post(&f->tx, &hdr);
+}
+
+/* Fill the next slot of the mirror; returns its index */
+static uint32_t post(fixture_t *f, const void *payload, uint32_t length)
+{
+    memcpy(uct_specrdv_ring_tx_payload(&f->tx), payload, length);
+    return seal(f, length);
 }
 
 /* The fake writer: the first `bytes` bytes of the slot land at the receiver */
@@ -210,15 +216,8 @@ static void test_stale_flag_collision(void **state)
  * had there */
 static void send_gathered(fixture_t *f, const void *payload, uint32_t length)
 {
-    uct_specrdv_hdr_t hdr = {
-        .length = length,
-        .psn    = f->tx_conn.tx_psn++,
-        .type   = UCT_SPECRDV_MSG_AM,
-        .am_id  = 3
-    };
-    uint32_t index;
+    uint32_t index = seal(f, length);
 
-    index = uct_specrdv_ring_tx_post(&f->tx, &hdr);
     if (f->tx.clear_tail) {
         f->remote[index * SLOT + OFFSET + length] = 0;
     }
