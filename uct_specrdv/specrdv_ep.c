@@ -96,7 +96,10 @@ ucs_status_t uct_specrdv_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     }
 
     *(uint64_t*)tx.payload = header;
-    memcpy(UCS_PTR_BYTE_OFFSET(tx.payload, sizeof(header)), payload, length);
+    if (length > 0) { /* UCP sends a 0-byte message with a NULL payload */
+        memcpy(UCS_PTR_BYTE_OFFSET(tx.payload, sizeof(header)), payload,
+               length);
+    }
     uct_specrdv_ep_tx_end(ep, &tx, id, length + sizeof(header));
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(header) + length);
     return UCS_OK;

@@ -176,7 +176,9 @@ static ucs_status_t send_msg_id(uct_ep_h ep, uint8_t id, uint32_t seq,
     fill(buf, seq, length);
     switch (seq % 3) {
     case 0:
-        return uct_ep_am_short(ep, id, *(uint64_t*)buf, buf + 8,
+        /* an empty payload comes as NULL, as UCP sends a 0-byte message */
+        return uct_ep_am_short(ep, id, *(uint64_t*)buf,
+                               (pa.length > 8) ? buf + 8 : NULL,
                                pa.length - 8);
     case 1:
         packed = uct_ep_am_bcopy(ep, id, pack, &pa, 0);
