@@ -31,8 +31,8 @@ ucs_status_t uct_specrdv_ring_geom_check(const uct_specrdv_ring_geom_t *geom)
 void uct_specrdv_ring_tx_init(uct_specrdv_ring_tx_t *tx, void *slots,
                               const uct_specrdv_ring_geom_t *geom)
 {
-    tx->slots = slots;
-    tx->geom  = *geom;
+    tx->slots      = slots;
+    tx->geom       = *geom;
     tx->head       = 0;
     tx->tail       = 0;
     tx->unseen     = NULL;

@@ -16,8 +16,9 @@
  * differs from it and slots are never zeroed.  A writer that gathers a
  * payload from the user's buffers (verbs) leaves the view behind the
  * receiver there: the slot records how far, and a later message whose tail
- * falls in that stretch has the writer clear the tail byte first.  The receiver sees the head flag,
- * reads the length, then waits for the tail flag to equal the head flag:
+ * falls in that stretch has the writer clear the tail byte first.  The
+ * receiver sees the head flag, reads the length, then waits for the tail flag
+ * to equal the head flag:
  * bytes land in address order, so a matching tail means the payload is whole.
  *
  * Flow control: the receiver frees slots in any order, but its tail advances
