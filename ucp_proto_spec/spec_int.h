@@ -533,6 +533,24 @@ int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
                                         const ucp_request_param_t *param,
                                         size_t length);
 void ucp_proto_spec_v2_cleanup(ucp_proto_spec_worker_t *spec);
+
+/* Another of the selection's protocols in place of the one v2 selected */
+typedef struct {
+    ucs_list_link_t          list;
+    const ucp_proto_config_t *selected;
+    const ucp_proto_t        *proto;
+    ucp_proto_config_t       cfg;      /* proto NULL: the selection has none */
+} ucp_proto_spec_v2_alt_t;
+
+ucp_proto_spec_v2_alt_t *
+ucp_proto_spec_v2_alt_get(ucs_list_link_t *cache, ucp_worker_h worker,
+                          const ucp_proto_select_elem_t *select_elem,
+                          const ucp_proto_config_t *selected,
+                          const ucp_proto_t *proto);
+const ucp_proto_config_t *
+ucp_proto_spec_v2_alt_config(const ucp_proto_spec_v2_alt_t *alt, ucp_ep_h ep,
+                             size_t length);
+void ucp_proto_spec_v2_alt_cleanup(ucs_list_link_t *cache);
 #  define ucp_proto_spec_v2_rreq_rtr_config(_sr) ((_sr)->v2.rtr_cfg)
 #endif
 

@@ -67,13 +67,6 @@ ucs_status_t ucp_proto_rndv_send_reply(ucp_worker_h worker, ucp_request_t *req,
                                        const void *rkey_buffer,
                                        size_t rkey_length, uint8_t sg_count);
 
-/* A put configuration in place of the one v2 selected */
-struct ucp_proto_spec_v2_put {
-    ucs_list_link_t          list;
-    const ucp_proto_config_t *selected;
-    ucp_proto_config_t       cfg;      /* proto NULL: the selection has none */
-};
-
 
 /* The configuration v2 selects on @a ep's own protocols (no remote key) for
  * @a length bytes of the operation, if it is of protocol @a proto */
@@ -362,79 +355,116 @@ int ucp_proto_spec_v2_sreq_fits(const ucp_request_t *sreq)
            UCP_MEM_IS_HOST(sreq->send.state.dt_iter.mem_info.type);
 }
 
+/* Another protocol's configuration in place of @a selected, made once from
+ * the selection element that chose @a selected: its probe kept every
+ * protocol it built, each with its private part, for the worker's life; only
+ * the configuration that names one is ours.  Cached in @a cache. */
+ucp_proto_spec_v2_alt_t *
+ucp_proto_spec_v2_alt_get(ucs_list_link_t *cache, ucp_worker_h worker,
+                          const ucp_proto_select_elem_t *select_elem,
+                          const ucp_proto_config_t *selected,
+                          const ucp_proto_t *proto)
+{
+    const ucp_proto_init_elem_t *init_elem;
+    ucp_proto_spec_v2_alt_t *alt;
+
+    ucs_list_for_each(alt, cache, list) {
+        if ((alt->selected == selected) && (alt->proto == proto)) {
+            return alt;
+        }
+    }
+
+    if (select_elem == NULL) {
+        return NULL;
+    }
+
+    alt = ucs_calloc(1, sizeof(*alt), "spec_v2_alt");
+    if (alt == NULL) {
+        return NULL;
+    }
+
+    alt->selected = selected;
+    alt->proto    = proto;
+    ucs_array_for_each(init_elem, &select_elem->proto_init.protocols) {
+        if (ucp_protocols[init_elem->proto_id] != proto) {
+            continue;
+        }
+
+        alt->cfg           = *selected;
+        alt->cfg.proto     = proto;
+        alt->cfg.priv      = &ucs_array_elem(&select_elem->proto_init.priv_buf,
+                                             init_elem->priv_offset);
+        alt->cfg.init_elem = init_elem;
+        ucp_proto_spec_v2_cfg_init(worker, &alt->cfg);
+        break;
+    }
+
+    ucs_list_add_tail(cache, &alt->list);
+    return alt;
+}
+
+/* @a alt's configuration if its protocol takes @a length with lanes whose
+ * interfaces @a ep's selection made progress */
+const ucp_proto_config_t *
+ucp_proto_spec_v2_alt_config(const ucp_proto_spec_v2_alt_t *alt, ucp_ep_h ep,
+                             size_t length)
+{
+    const ucp_proto_perf_segment_t *seg;
+    ucp_proto_query_attr_t attr;
+
+    if ((alt == NULL) || (alt->cfg.proto == NULL)) {
+        return NULL;
+    }
+
+    seg = ucp_proto_perf_find_segment_lb(alt->cfg.init_elem->perf, length);
+    if ((seg == NULL) || (ucp_proto_perf_segment_start(seg) > length)) {
+        return NULL;
+    }
+
+    ucp_proto_config_query(ep->worker, &alt->cfg, length, &attr);
+    if (attr.lane_map & ~ucp_ep_config(ep)->proto_lane_map) {
+        return NULL;
+    }
+
+    return &alt->cfg;
+}
+
+void ucp_proto_spec_v2_alt_cleanup(ucs_list_link_t *cache)
+{
+    ucp_proto_spec_v2_alt_t *alt, *tmp;
+
+    ucs_list_for_each_safe(alt, tmp, cache, list) {
+        ucs_free(alt);
+    }
+}
+
 /* The put that the selection of @a selected built beside it, if the put
  * takes @a length.  v2 weighs its active-message rendezvous against a put as
  * if the receiver were inside UCP when the data comes; after a taken RTR it
  * seldom is, and the fragments wait in its receive queue until it calls UCP
  * again (rc_verbs, guest, 1.22.0: none of 1 MB in place when the receiver
- * began to wait, against 98 % by v1's put).  A put needs nobody there.  The
- * selection keeps every protocol it built, each with its private part, for
- * the worker's life; only the configuration that names one is ours. */
+ * began to wait, against 98 % by v1's put).  A put needs nobody there. */
 static const ucp_proto_config_t *
 ucp_proto_spec_v2_put_config(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                              const ucp_proto_config_t *selected,
                              ucp_rkey_h rkey, size_t length)
 {
     ucp_worker_h worker = ep->worker;
-    const ucp_proto_select_elem_t *select_elem;
-    const ucp_proto_init_elem_t *init_elem;
-    const ucp_proto_perf_segment_t *seg;
-    struct ucp_proto_spec_v2_put *put;
-    ucp_proto_query_attr_t attr;
+    ucp_proto_spec_v2_alt_t *alt;
 
-    ucs_list_for_each(put, &spec->v2_puts, list) {
-        if (put->selected == selected) {
-            goto found;
-        }
+    alt = ucp_proto_spec_v2_alt_get(&spec->v2_puts, worker, NULL, selected,
+                                    &ucp_rndv_put_zcopy_proto);
+    if (alt == NULL) {
+        alt = ucp_proto_spec_v2_alt_get(
+                &spec->v2_puts, worker,
+                ucp_proto_select_lookup_slow(
+                        worker, &ucp_rkey_config(worker, rkey)->proto_select,
+                        1, selected->ep_cfg_index, selected->rkey_cfg_index,
+                        &selected->select_param),
+                selected, &ucp_rndv_put_zcopy_proto);
     }
 
-    put = ucs_calloc(1, sizeof(*put), "spec_v2_put");
-    if (put == NULL) {
-        return NULL;
-    }
-
-    put->selected = selected;
-    select_elem   = ucp_proto_select_lookup_slow(
-            worker, &ucp_rkey_config(worker, rkey)->proto_select, 1,
-            selected->ep_cfg_index, selected->rkey_cfg_index,
-            &selected->select_param);
-    if (select_elem != NULL) {
-        ucs_array_for_each(init_elem, &select_elem->proto_init.protocols) {
-            if (ucp_protocols[init_elem->proto_id] !=
-                &ucp_rndv_put_zcopy_proto) {
-                continue;
-            }
-
-            put->cfg           = *selected;
-            put->cfg.proto     = &ucp_rndv_put_zcopy_proto;
-            put->cfg.priv      = &ucs_array_elem(
-                    &select_elem->proto_init.priv_buf,
-                    init_elem->priv_offset);
-            put->cfg.init_elem = init_elem;
-            ucp_proto_spec_v2_cfg_init(worker, &put->cfg);
-            break;
-        }
-    }
-
-    ucs_list_add_tail(&spec->v2_puts, &put->list);
-
-found:
-    if (put->cfg.proto == NULL) {
-        return NULL;
-    }
-
-    /* its range, and lanes whose interfaces the selection made progress */
-    seg = ucp_proto_perf_find_segment_lb(put->cfg.init_elem->perf, length);
-    if ((seg == NULL) || (ucp_proto_perf_segment_start(seg) > length)) {
-        return NULL;
-    }
-
-    ucp_proto_config_query(worker, &put->cfg, length, &attr);
-    if (attr.lane_map & ~ucp_ep_config(ep)->proto_lane_map) {
-        return NULL;
-    }
-
-    return &put->cfg;
+    return ucp_proto_spec_v2_alt_config(alt, ep, length);
 }
 
 /* Starts @a sreq's data protocol on the RTR @a rtr (key after it), as UCX's
@@ -489,11 +519,7 @@ static ucs_status_t ucp_proto_spec_v2_send_start(ucp_proto_spec_worker_t *spec,
 
 void ucp_proto_spec_v2_cleanup(ucp_proto_spec_worker_t *spec)
 {
-    struct ucp_proto_spec_v2_put *put, *tmp;
-
-    ucs_list_for_each_safe(put, tmp, &spec->v2_puts, list) {
-        ucs_free(put);
-    }
+    ucp_proto_spec_v2_alt_cleanup(&spec->v2_puts);
 }
 
 int ucp_proto_spec_send_rndv_v2(ucp_request_t *sreq)
