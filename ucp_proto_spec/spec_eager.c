@@ -19,6 +19,15 @@
  * own choice by size stands; UCX_SPEC_HOTBUF_REUSE, which sets n instead of
  * measuring it, applies to every md.
  *
+ * UCP's v2 protocols price every zero-copy send as a registration cache hit,
+ * as if every buffer were hot: where they copy (fast-completion sends, which
+ * Open MPI's blocking sends are) a hot buffer goes zero-copy as on v1, and
+ * where they go zero-copy a buffer that is not hot yet is copied instead
+ * (perf/results/zcopy-v2-rdma-guest-1.22.0.md: a used-once buffer sent
+ * zero-copy took up to 3.4x the copy's time over rc_verbs).  The table's
+ * answer picks between the eager copy and zero-copy protocols that v2's
+ * selection built for the send, after v2 selected and before it starts.
+ *
  * See file LICENSE for terms.
  */
 
@@ -32,6 +41,10 @@
 #include <ucp/core/ucp_ep.inl>
 #include <ucp/core/ucp_request.inl>
 #include <ucp/core/ucp_worker.h>
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+#  include <ucp/proto/proto_common.inl>
+#  include <ucp/proto/proto_select.inl>
+#endif
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -64,7 +77,22 @@ typedef struct ucp_proto_spec_hotbuf_worker {
     ucp_proto_spec_hotbuf_config_t config;
     ucp_md_index_t                 md_index;  /* measured on it, or NULL */
     ucp_md_map_t                   ucp_mds;   /* left to UCP's choice */
+    ucs_list_link_t                v2_alts;   /* spec_v2.c's configurations */
 } ucp_proto_spec_hotbuf_worker_t;
+
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+/* UCX's eager tag protocols (tag/eager_single.c, eager_multi.c), one
+ * fragment first */
+extern ucp_proto_t ucp_eager_bcopy_single_proto;
+extern ucp_proto_t ucp_eager_bcopy_multi_proto;
+extern ucp_proto_t ucp_eager_zcopy_single_proto;
+extern ucp_proto_t ucp_eager_zcopy_multi_proto;
+
+static const ucp_proto_t *ucp_proto_spec_hotbuf_v2_protos[2][2] = {
+    {&ucp_eager_bcopy_single_proto, &ucp_eager_bcopy_multi_proto},
+    {&ucp_eager_zcopy_single_proto, &ucp_eager_zcopy_multi_proto}
+};
+#endif
 
 /* Asked for with "y", the user hears why it is off; with "try", UCX's
  * diagnostics do */
@@ -78,7 +106,10 @@ static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
    "Hot-buffer zero-copy eager: an eager send from a buffer reused often\n"
    "enough for its size goes zero-copy below UCX_ZCOPY_THRESH; the threshold\n"
    "is measured on the running machine at the first eager send over an RDMA\n"
-   "memory domain (Rashti & Afsahi).  \"try\" turns it off quietly where it\n"
+   "memory domain (Rashti & Afsahi).  On UCP's v2 protocols (UCX_PROTO_ENABLE)\n"
+   "a tag send takes the eager copy or zero-copy protocol v2 built for it by\n"
+   "the same measure: zero-copy once its buffer is hot, a copy before.\n"
+   "\"try\" turns it off quietly where it\n"
    "cannot be correct (no UCM memory events) or pays at no size, \"y\" with\n"
    "a warning.",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, enable),
@@ -169,6 +200,7 @@ void ucp_proto_spec_hotbuf_worker_init(ucp_worker_h worker)
         ucs_warn("spec: no memory, hot-buffer eager is off");
         return;
     }
+    ucs_list_head_init(&hbw->v2_alts);
 
     status = ucp_proto_spec_config_fill(&hbw->config,
                                         ucp_proto_spec_hotbuf_config_table,
@@ -239,6 +271,9 @@ void ucp_proto_spec_hotbuf_worker_cleanup(ucp_worker_h worker)
                               &hbw->table.cnt);
     }
 
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+    ucp_proto_spec_v2_alt_cleanup(&hbw->v2_alts);
+#endif
     ucp_proto_spec_hotbuf_cleanup(&hbw->table);
     ucs_config_parser_release_opts(&hbw->config,
                                    ucp_proto_spec_hotbuf_config_table);
@@ -403,13 +438,11 @@ out:
  * it registers and none was measured, or leave it to UCP; nonzero if the
  * table applies to it */
 static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
-                                          ucp_request_t *req,
+                                          ucp_ep_h ep, ucp_lane_index_t lane,
                                           ucp_md_index_t md_index)
 {
-    const ucp_proto_spec_md_attr_t *md_attr = ucp_ep_md_attr(req->send.ep,
-                                                  req->send.lane);
-    const char *md_name = req->send.ep->worker->context->tl_mds[md_index]
-                                  .rsc.md_name;
+    const ucp_proto_spec_md_attr_t *md_attr = ucp_ep_md_attr(ep, lane);
+    const char *md_name = ep->worker->context->tl_mds[md_index].rsc.md_name;
     ucs_status_t status;
 
     if (hbw->config.reuse != UCS_ULUNITS_AUTO) {
@@ -426,8 +459,8 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
     /* measured once: after a failure no class has costs, so every size stays
      * bcopy without a lookup */
     hbw->md_index = md_index;
-    status        = ucp_proto_spec_hotbuf_calibrate(
-            hbw, ucp_ep_md(req->send.ep, req->send.lane), md_attr, md_name);
+    status        = ucp_proto_spec_hotbuf_calibrate(hbw, ucp_ep_md(ep, lane),
+                                                    md_attr, md_name);
     if (status != UCS_OK) {
         ucp_proto_spec_hotbuf_off(hbw, "measuring registration costs on md "
                                   "%s failed (%s)", md_name,
@@ -436,28 +469,86 @@ static int ucp_proto_spec_hotbuf_md_first(ucp_proto_spec_hotbuf_worker_t *hbw,
     return 1;
 }
 
+/* Whether the table decides for sends over @a lane of @a ep */
+static int ucp_proto_spec_hotbuf_md_applies(ucp_proto_spec_hotbuf_worker_t *hbw,
+                                            ucp_ep_h ep, ucp_lane_index_t lane)
+{
+    ucp_md_index_t md_index = ucp_ep_md_index(ep, lane);
+
+    return !(hbw->ucp_mds & UCS_BIT(md_index)) &&
+           (ucs_likely(hbw->md_index == md_index) ||
+            ucp_proto_spec_hotbuf_md_first(hbw, ep, lane, md_index));
+}
+
 size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
                                           const ucp_ep_msg_config_t *msg_config,
                                           size_t zcopy_thresh)
 {
     ucp_proto_spec_hotbuf_worker_t *hbw = req->send.ep->worker->spec_hotbuf;
     size_t length                       = req->send.length;
-    ucp_md_index_t md_index;
 
     if (ucs_likely(hbw == NULL) || (length >= zcopy_thresh) ||
         (msg_config->max_zcopy == 0) ||
         !UCP_DT_IS_CONTIG(req->send.datatype) ||
-        !UCP_MEM_IS_HOST(req->send.mem_type)) {
-        return zcopy_thresh;
-    }
-
-    md_index = ucp_ep_md_index(req->send.ep, req->send.lane);
-    if ((hbw->ucp_mds & UCS_BIT(md_index)) ||
-        (ucs_unlikely(hbw->md_index != md_index) &&
-         !ucp_proto_spec_hotbuf_md_first(hbw, req, md_index))) {
+        !UCP_MEM_IS_HOST(req->send.mem_type) ||
+        !ucp_proto_spec_hotbuf_md_applies(hbw, req->send.ep, req->send.lane)) {
         return zcopy_thresh;
     }
 
     return ucp_proto_spec_hotbuf_use(&hbw->table, req->send.buffer, length) ?
            length : zcopy_thresh;
 }
+
+#if UCP_PROTO_SPEC_UCX_AT_LEAST(1, 18)
+void ucp_proto_spec_hotbuf_v2_send(ucp_request_t *req, const void *select_elem,
+                                   size_t length)
+{
+    ucp_ep_h ep                         = req->send.ep;
+    ucp_proto_spec_hotbuf_worker_t *hbw = ep->worker->spec_hotbuf;
+    const ucp_proto_config_t *selected  = req->send.proto_config;
+    const ucp_datatype_iter_t *dt_iter  = &req->send.state.dt_iter;
+    const ucp_proto_config_t *cfg;
+    ucp_proto_spec_v2_alt_t *alt;
+    int zcopy, i;
+
+    if (ucs_likely(hbw == NULL) ||
+        (ucp_proto_select_op_id(&selected->select_param) !=
+         UCP_OP_ID_TAG_SEND)) {
+        return;
+    }
+
+    /* to the other kind: zero-copy for a copy, or the reverse */
+    for (zcopy = 0; zcopy < 2; ++zcopy) {
+        if ((selected->proto == ucp_proto_spec_hotbuf_v2_protos[!zcopy][0]) ||
+            (selected->proto == ucp_proto_spec_hotbuf_v2_protos[!zcopy][1])) {
+            break;
+        }
+    }
+
+    if ((zcopy == 2) || (dt_iter->dt_class != UCP_DATATYPE_CONTIG) ||
+        !UCP_MEM_IS_HOST(dt_iter->mem_info.type) ||
+        !ucp_proto_spec_hotbuf_md_applies(hbw, ep, ucp_ep_get_am_lane(ep)) ||
+        !ucp_proto_spec_hotbuf_decides(&hbw->table, length) ||
+        (ucp_proto_spec_hotbuf_use(&hbw->table,
+                                   dt_iter->type.contig.buffer, length) !=
+         zcopy)) {
+        return;
+    }
+
+    for (i = 0; i < 2; ++i) {
+        alt = ucp_proto_spec_v2_alt_get(&hbw->v2_alts, ep->worker, select_elem,
+                                        selected,
+                                        ucp_proto_spec_hotbuf_v2_protos[zcopy][i]);
+        cfg = ucp_proto_spec_v2_alt_config(alt, ep, length);
+        if (cfg != NULL) {
+            ucp_proto_request_set_proto(req, cfg, length);
+            if (zcopy) {
+                ++hbw->table.cnt.zcopied;
+            } else {
+                ++hbw->table.cnt.copied;
+            }
+            return;
+        }
+    }
+}
+#endif

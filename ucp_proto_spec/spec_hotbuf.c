@@ -214,6 +214,15 @@ static int ucp_proto_spec_hotbuf_should_pause(const ucp_proto_spec_hotbuf_t *hb)
            (hb->hot_count < hb->min_hot * hb->count);
 }
 
+int ucp_proto_spec_hotbuf_decides(const ucp_proto_spec_hotbuf_t *hb,
+                                  size_t length)
+{
+    const ucp_proto_spec_hotbuf_class_t *cls =
+            &hb->classes[ucp_proto_spec_hotbuf_class(length)];
+
+    return (cls->reg > 0) || (cls->register_at != 0);
+}
+
 int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
                               size_t length)
 {

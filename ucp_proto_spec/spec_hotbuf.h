@@ -33,7 +33,9 @@
     _c(evictions, "evicted") \
     _c(skipped,   "not tracked while paused") \
     _c(pauses,    "; paused") \
-    _c(resumes,   "resumed")
+    _c(resumes,   "resumed") \
+    _c(zcopied,   "; v2 zero-copy for a copy") \
+    _c(copied,    "v2 copy for a zero-copy")
 
 typedef struct {
 #define UCP_PROTO_SPEC_HOTBUF_COUNTER_FIELD(_name, _words) uint64_t _name;
@@ -100,6 +102,11 @@ void ucp_proto_spec_hotbuf_set_reuse(ucp_proto_spec_hotbuf_t *hb,
  * zero-copy.  No lookup at all for a length whose class never pays. */
 int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
                               size_t length);
+
+/* Whether the table has a say for @a length: its class was measured, or
+ * given an n */
+int ucp_proto_spec_hotbuf_decides(const ucp_proto_spec_hotbuf_t *hb,
+                                  size_t length);
 
 /* Bytes the table holds */
 size_t ucp_proto_spec_hotbuf_memory(const ucp_proto_spec_hotbuf_t *hb);

@@ -242,6 +242,13 @@ size_t ucp_proto_spec_hotbuf_zcopy_thresh(ucp_request_t *req,
                                           const struct ucp_ep_msg_config *msg_config,
                                           size_t zcopy_thresh);
 
+/* ucp_proto_request_send_op_common (v2, UCX >= 1.18), between selection and
+ * start: a tag send goes by the other of the eager copy and zero-copy
+ * protocols of @a select_elem (the selection element it was chosen from)
+ * where its buffer's use says so */
+void ucp_proto_spec_hotbuf_v2_send(ucp_request_t *req, const void *select_elem,
+                                   size_t length);
+
 
 /* For tests and tools: the worker's counters; UCS_ERR_UNSUPPORTED if
  * speculation is off on this worker */
