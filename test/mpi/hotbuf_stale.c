@@ -11,13 +11,9 @@
  * message carries a pattern of (case, message); rank 1 checks every byte.
  * A registration left cached for the old pages would send the old pattern.
  *
- * usage: mpirun -np 2 hotbuf_stale [SIZE [USES [isend]]]
+ * usage: mpirun -np 2 hotbuf_stale [SIZE [USES]]
  *   SIZE bytes per message (default 4096, below UCX's zcopy threshold),
- *   USES sends before and after each change (default 8), isend: by
- *   MPI_Isend and MPI_Wait, which Open MPI does not send with UCP's fast
- *   completion (UCP's v2 protocols choose zero-copy for those at sizes where
- *   they copy a blocking send, so each of the two ways to switch is taken by
- *   one of them).
+ *   USES sends before and after each change (default 8).
  *
  * See file LICENSE for terms.
  */
@@ -55,7 +51,6 @@ static const char *case_names[] = {
 };
 
 static size_t size, mapped;
-static int use_isend;
 static int shm_id = -1;
 
 
@@ -176,7 +171,6 @@ static void close_buffer(hotbuf_case_t c, void *buf)
 
 static void send_run(hotbuf_case_t c, unsigned char *buf, int first, int uses)
 {
-    MPI_Request req;
     int msg;
     size_t i;
 
@@ -184,12 +178,7 @@ static void send_run(hotbuf_case_t c, unsigned char *buf, int first, int uses)
         for (i = 0; i < size; ++i) {
             buf[i] = pattern(c, msg, i);
         }
-        if (use_isend) {
-            MPI_Isend(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD, &req);
-            MPI_Wait(&req, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Send(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD);
-        }
+        MPI_Send(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD);
     }
 }
 
@@ -250,17 +239,14 @@ int main(int argc, char **argv)
 
     size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 4096;
     uses = (argc > 2) ? atoi(argv[2]) : 8;
-    use_isend = (argc > 3) && !strcmp(argv[3], "isend");
     mapped = (size + page - 1) / page * page;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if ((nranks != 2) || (size == 0) || (size > (1 << 30)) || (uses < 1) ||
-        ((argc > 3) && !use_isend)) {
+    if ((nranks != 2) || (size == 0) || (size > (1 << 30)) || (uses < 1)) {
         if (rank == 0) {
-            fprintf(stderr, "usage: mpirun -np 2 hotbuf_stale [SIZE [USES "
-                    "[isend]]]\n");
+            fprintf(stderr, "usage: mpirun -np 2 hotbuf_stale [SIZE [USES]]\n");
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
