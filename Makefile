@@ -37,7 +37,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
         check-valgrind check-fuzz check-docs check-model check-mpi check-conformance \
         check-rdma check-debian13 stress-mpi rdma-progs \
         bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
-        bench-rdma bench-barrier bench-zcopy-v2 gtest clean
+        bench-rdma bench-barrier bench-zcopy-v2 bench-hotbuf-v2 gtest clean
 
 all: build
 
@@ -356,18 +356,27 @@ bench-rdma: build
 
 # Where UCX's v2 protocols copy and where they go zero-copy, for a buffer
 # reused and one used once (emulated, between the guest's rxe hosts); made
-# for UCX_VERSION=1.18.1 or 1.22.0, whose default v2 is
+# for UCX_VERSION=1.18.1 or 1.22.0, whose default v2 is.  bench-hotbuf-v2:
+# the hot-buffer eager on v2 against stock v2, the same measurement.
+# BENCH_ZCOPY_VARIANTS, BENCH_ZCOPY_TESTS and BENCH_REPS narrow or widen it.
+ZCOPY_V2_CSV = $(RESULTS)/$(ZCOPY_V2_NAME)-rdma-guest$(VERSION_SUFFIX).csv
+bench-zcopy-v2: ZCOPY_V2_NAME ?= zcopy-v2
 bench-zcopy-v2: build
 	@$(REPO)/contrib/install-deps rdma bench
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory $(MPI_BENCH)
-	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) -t 3600 -- \
-	    $(REPO)/perf/bench-zcopy-v2 $(PREFIX) \
-	    $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv
-	$(REPO)/perf/report $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv \
-	    --baseline v2
-	@cat $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).md \
-	    $(RESULTS)/zcopy-v2-rdma-guest$(VERSION_SUFFIX).csv.selection
+	$(CLEAN_ENV) $(REPO)/test/rdma/guest -2 -w $(RESULTS) -t 3600 \
+	    -e BENCH_ZCOPY_VARIANTS="$(BENCH_ZCOPY_VARIANTS)" \
+	    -e BENCH_ZCOPY_TESTS="$(BENCH_ZCOPY_TESTS)" \
+	    -e BENCH_REPS="$(BENCH_REPS)" -- \
+	    $(REPO)/perf/bench-zcopy-v2 $(PREFIX) $(ZCOPY_V2_CSV)
+	$(REPO)/perf/report $(ZCOPY_V2_CSV) --baseline v2
+	@cat $(ZCOPY_V2_CSV:.csv=.md) $(ZCOPY_V2_CSV).selection \
+	    $(ZCOPY_V2_CSV).thresholds
+
+bench-hotbuf-v2:
+	@$(MAKE) --no-print-directory bench-zcopy-v2 ZCOPY_V2_NAME=hotbuf-v2 \
+	    BENCH_ZCOPY_VARIANTS="v2 hotbuf"
 
 # UCX's own gtest, built from the same tree (~250 C++ files, about 6 minutes
 # here); GTEST_FILTER selects the suites.  check-gtest runs UCX's generic UCT
