@@ -21,6 +21,12 @@ run_test() {
     fi
 }
 
+# Whether UCX version $2 is $1 or later
+# usage: version_at_least MIN VERSION
+version_at_least() {
+    [ "$(printf '%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]
+}
+
 # Processes below PID $1 (parents from /proc: minimal roots have no pgrep)
 descendants() {
     cat /proc/[0-9]*/stat 2>/dev/null |
