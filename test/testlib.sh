@@ -163,3 +163,20 @@ hotbuf_sends_counted() {
     grep -Eq "hot-buffer lookups 11[2-9] hot (10[4-9]|11[0-2]) " <<<"$1" ||
         { echo "not every send was looked up, or too few hot"; return 1; }
 }
+
+# The same test on UCP's v2 protocols (UCX_SPEC_HOTBUF_V2=y): the sends v2
+# made zero-copy were copied at each buffer's first use only, as many as the
+# addresses the sender printed; with "none", v2 made none zero-copy here and
+# nothing was copied.  Summed, not per line: Open MPI 5 may join two ranks'
+# lines
+# usage: hotbuf_v2_first_uses_copied OUTPUT [none]
+hotbuf_v2_first_uses_copied() {
+    local copies want=0
+    copies=$(grep -Eo 'v2 copy for a zero-copy [0-9]+' <<<"$1" |
+             awk '{ n += $NF } END { print n + 0 }')
+    [ "${2:-}" = none ] ||
+        want=$(sed -n 's/.*rank 0: sent from \([0-9]*\) addresses.*/\1/p' \
+               <<<"$1")
+    [ "$copies" = "${want:-?}" ] ||
+        { echo "$copies sends copied, expected ${want:-?} first uses"; return 1; }
+}

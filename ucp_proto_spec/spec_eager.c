@@ -20,13 +20,15 @@
  * measuring it, applies to every md.
  *
  * UCP's v2 protocols price every zero-copy send as a registration cache hit,
- * as if every buffer were hot: where they copy (fast-completion sends, which
- * Open MPI's blocking sends are) a hot buffer goes zero-copy as on v1, and
- * where they go zero-copy a buffer that is not hot yet is copied instead
- * (perf/results/zcopy-v2-rdma-guest-1.22.0.md: a used-once buffer sent
- * zero-copy took up to 3.4x the copy's time over rc_verbs).  The table's
- * answer picks between the eager copy and zero-copy protocols that v2's
- * selection built for the send, after v2 selected and before it starts.
+ * as if every buffer were hot.  Where they go zero-copy, a buffer's first
+ * use pays a whole registration (perf/results/zcopy-v2-rdma-guest-1.22.0.md:
+ * up to 3.4x the copy's time over rc_verbs), so the table copies it instead
+ * where its class's costs say one use does not pay R, with the eager copy
+ * protocol v2's selection built for the send, after v2 selected and before
+ * it starts.  Later uses keep v2's zero-copy, which UCP's own memory-handle
+ * cache makes cheaper than the md's V; and where v2 copies, it stays a copy
+ * (perf/results/hotbuf-v2-reused-*: turning hot buffers to zero-copy there
+ * did not pay).
  *
  * See file LICENSE for terms.
  */
@@ -89,9 +91,11 @@ extern ucp_proto_t ucp_eager_bcopy_multi_proto;
 extern ucp_proto_t ucp_eager_zcopy_single_proto;
 extern ucp_proto_t ucp_eager_zcopy_multi_proto;
 
-static const ucp_proto_t *ucp_proto_spec_hotbuf_v2_protos[2][2] = {
-    {&ucp_eager_bcopy_single_proto, &ucp_eager_bcopy_multi_proto},
-    {&ucp_eager_zcopy_single_proto, &ucp_eager_zcopy_multi_proto}
+static const ucp_proto_t *ucp_proto_spec_hotbuf_v2_bcopy[] = {
+    &ucp_eager_bcopy_single_proto, &ucp_eager_bcopy_multi_proto
+};
+static const ucp_proto_t *ucp_proto_spec_hotbuf_v2_zcopy[] = {
+    &ucp_eager_zcopy_single_proto, &ucp_eager_zcopy_multi_proto
 };
 #endif
 
@@ -140,11 +144,10 @@ static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
    UCS_CONFIG_TYPE_DOUBLE},
 
   {"HOTBUF_V2", "n",
-   "On UCP's v2 protocols (UCX_PROTO_ENABLE, UCX >= 1.18), a tag send takes\n"
-   "the eager copy or zero-copy protocol v2 built for it by the same measure:\n"
-   "zero-copy once its buffer is hot, a copy before.  Off by default: in the\n"
-   "emulated RDMA guest it sped buffers used once up to 3x, but cost reused\n"
-   "ones up to 1.2x over specrdv (perf/results/hotbuf-v2-*).",
+   "On UCP's v2 protocols (UCX_PROTO_ENABLE, UCX >= 1.18), a tag send that\n"
+   "v2 sends zero-copy is copied instead at its buffer's first use, where the\n"
+   "measured costs say a registration does not pay for one use; later uses\n"
+   "stay zero-copy, and v2's copies stay copies.",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, v2), UCS_CONFIG_TYPE_BOOL},
 
   {"HOTBUF_PRINT", "n",
@@ -516,44 +519,29 @@ void ucp_proto_spec_hotbuf_v2_send(ucp_request_t *req, const void *select_elem,
     const ucp_datatype_iter_t *dt_iter  = &req->send.state.dt_iter;
     const ucp_proto_config_t *cfg;
     ucp_proto_spec_v2_alt_t *alt;
-    int zcopy, i;
+    int i;
 
     if (ucs_likely(hbw == NULL) || !hbw->config.v2 ||
+        ((selected->proto != ucp_proto_spec_hotbuf_v2_zcopy[0]) &&
+         (selected->proto != ucp_proto_spec_hotbuf_v2_zcopy[1])) ||
         (ucp_proto_select_op_id(&selected->select_param) !=
-         UCP_OP_ID_TAG_SEND)) {
-        return;
-    }
-
-    /* to the other kind: zero-copy for a copy, or the reverse */
-    for (zcopy = 0; zcopy < 2; ++zcopy) {
-        if ((selected->proto == ucp_proto_spec_hotbuf_v2_protos[!zcopy][0]) ||
-            (selected->proto == ucp_proto_spec_hotbuf_v2_protos[!zcopy][1])) {
-            break;
-        }
-    }
-
-    if ((zcopy == 2) || (dt_iter->dt_class != UCP_DATATYPE_CONTIG) ||
+         UCP_OP_ID_TAG_SEND) ||
+        (dt_iter->dt_class != UCP_DATATYPE_CONTIG) ||
         !UCP_MEM_IS_HOST(dt_iter->mem_info.type) ||
         !ucp_proto_spec_hotbuf_md_applies(hbw, ep, ucp_ep_get_am_lane(ep)) ||
-        !ucp_proto_spec_hotbuf_decides(&hbw->table, length) ||
-        (ucp_proto_spec_hotbuf_use(&hbw->table,
-                                   dt_iter->type.contig.buffer, length) !=
-         zcopy)) {
+        !ucp_proto_spec_hotbuf_first_use(&hbw->table,
+                                         dt_iter->type.contig.buffer, length)) {
         return;
     }
 
     for (i = 0; i < 2; ++i) {
         alt = ucp_proto_spec_v2_alt_get(&hbw->v2_alts, ep->worker, select_elem,
                                         selected,
-                                        ucp_proto_spec_hotbuf_v2_protos[zcopy][i]);
+                                        ucp_proto_spec_hotbuf_v2_bcopy[i]);
         cfg = ucp_proto_spec_v2_alt_config(alt, ep, length);
         if (cfg != NULL) {
             ucp_proto_request_set_proto(req, cfg, length);
-            if (zcopy) {
-                ++hbw->table.cnt.zcopied;
-            } else {
-                ++hbw->table.cnt.copied;
-            }
+            ++hbw->table.cnt.copied;
             return;
         }
     }

@@ -214,27 +214,15 @@ static int ucp_proto_spec_hotbuf_should_pause(const ucp_proto_spec_hotbuf_t *hb)
            (hb->hot_count < hb->min_hot * hb->count);
 }
 
-int ucp_proto_spec_hotbuf_decides(const ucp_proto_spec_hotbuf_t *hb,
-                                  size_t length)
+/* Counts a use of [address, length): nonzero once the buffer has been used
+ * @a hot_at times.  A buffer the table does not track (paused) counts as
+ * used once */
+static int ucp_proto_spec_hotbuf_count(ucp_proto_spec_hotbuf_t *hb,
+                                       uintptr_t addr, size_t length,
+                                       uint32_t hot_at)
 {
-    const ucp_proto_spec_hotbuf_class_t *cls =
-            &hb->classes[ucp_proto_spec_hotbuf_class(length)];
-
-    return (cls->reg > 0) || (cls->register_at != 0);
-}
-
-int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
-                              size_t length)
-{
-    uint32_t register_at =
-            hb->classes[ucp_proto_spec_hotbuf_class(length)].register_at;
-    uintptr_t addr       = (uintptr_t)address;
     ucp_proto_spec_hotbuf_entry_t *e;
     uint32_t *head, index;
-
-    if (register_at == 0) {
-        return 0;
-    }
 
     ++hb->cnt.lookups;
     head = &hb->buckets[ucp_proto_spec_hotbuf_bucket(hb, addr, length)];
@@ -248,7 +236,7 @@ int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
         if (e->uses < UINT32_MAX) {
             ++e->uses;
         }
-        if (e->uses < register_at) {
+        if (e->uses < hot_at) {
             return 0;
         }
 
@@ -294,6 +282,33 @@ int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
     ++hb->count;
     ++hb->cnt.inserts;
     return 0;
+}
+
+int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
+                              size_t length)
+{
+    uint32_t register_at =
+            hb->classes[ucp_proto_spec_hotbuf_class(length)].register_at;
+
+    return (register_at != 0) &&
+           ucp_proto_spec_hotbuf_count(hb, (uintptr_t)address, length,
+                                       register_at);
+}
+
+int ucp_proto_spec_hotbuf_first_use(ucp_proto_spec_hotbuf_t *hb,
+                                    const void *address, size_t length)
+{
+    const ucp_proto_spec_hotbuf_class_t *cls =
+            &hb->classes[ucp_proto_spec_hotbuf_class(length)];
+
+    /* a buffer used once pays R + V sent zero-copy, C copied: v2's choice
+     * stands where the class has no costs (nor a given n), or where
+     * n_min = 1 says R + V < C */
+    if (((cls->reg <= 0) && (cls->n_min == 0)) || (cls->n_min == 1)) {
+        return 0;
+    }
+
+    return !ucp_proto_spec_hotbuf_count(hb, (uintptr_t)address, length, 2);
 }
 
 size_t ucp_proto_spec_hotbuf_memory(const ucp_proto_spec_hotbuf_t *hb)

@@ -34,8 +34,7 @@
     _c(skipped,   "not tracked while paused") \
     _c(pauses,    "; paused") \
     _c(resumes,   "resumed") \
-    _c(zcopied,   "; v2 zero-copy for a copy") \
-    _c(copied,    "v2 copy for a zero-copy")
+    _c(copied,    "; v2 copy for a zero-copy")
 
 typedef struct {
 #define UCP_PROTO_SPEC_HOTBUF_COUNTER_FIELD(_name, _words) uint64_t _name;
@@ -103,10 +102,13 @@ void ucp_proto_spec_hotbuf_set_reuse(ucp_proto_spec_hotbuf_t *hb,
 int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
                               size_t length);
 
-/* Whether the table has a say for @a length: its class was measured, or
- * given an n */
-int ucp_proto_spec_hotbuf_decides(const ucp_proto_spec_hotbuf_t *hb,
-                                  size_t length);
+/* For UCP's v2 protocols, which price a zero-copy send as a registration
+ * cache hit: count one zero-copy send from (address, length); nonzero if it
+ * should be a copy instead: the buffer's first use, in a class whose costs
+ * (or given n) say a registration does not pay for one use.  Tracks buffers
+ * also in classes where one never pays. */
+int ucp_proto_spec_hotbuf_first_use(ucp_proto_spec_hotbuf_t *hb,
+                                    const void *address, size_t length);
 
 /* Bytes the table holds */
 size_t ucp_proto_spec_hotbuf_memory(const ucp_proto_spec_hotbuf_t *hb);

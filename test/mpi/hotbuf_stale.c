@@ -11,9 +11,11 @@
  * message carries a pattern of (case, message); rank 1 checks every byte.
  * A registration left cached for the old pages would send the old pattern.
  *
- * usage: mpirun -np 2 hotbuf_stale [SIZE [USES]]
+ * usage: mpirun -np 2 hotbuf_stale [SIZE [USES [isend]]]
  *   SIZE bytes per message (default 4096, below UCX's zcopy threshold),
- *   USES sends before and after each change (default 8).
+ *   USES sends before and after each change (default 8),
+ *   isend: MPI_Isend and MPI_Wait instead of MPI_Send (Open MPI asks UCP
+ *   for fast completion on MPI_Send only, which changes v2's protocols).
  *
  * See file LICENSE for terms.
  */
@@ -51,6 +53,7 @@ static const char *case_names[] = {
 };
 
 static size_t size, mapped;
+static int use_isend;
 static int shm_id = -1;
 
 
@@ -178,12 +181,34 @@ static void send_run(hotbuf_case_t c, unsigned char *buf, int first, int uses)
         for (i = 0; i < size; ++i) {
             buf[i] = pattern(c, msg, i);
         }
-        MPI_Send(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD);
+        if (use_isend) {
+            MPI_Request req;
+
+            MPI_Isend(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Send(buf, (int)size, MPI_BYTE, 1, c, MPI_COMM_WORLD);
+        }
     }
+}
+
+/* Counts @a buf among the addresses sent from so far */
+static void seen(uintptr_t *addresses, int *count, const void *buf)
+{
+    int i;
+
+    for (i = 0; i < *count; ++i) {
+        if (addresses[i] == (uintptr_t)buf) {
+            return;
+        }
+    }
+    addresses[(*count)++] = (uintptr_t)buf;
 }
 
 static void sender(int uses)
 {
+    uintptr_t addresses[2 * CASE_LAST];
+    int count = 0;
     unsigned char *buf;
     uintptr_t before;
     hotbuf_case_t c;
@@ -191,13 +216,17 @@ static void sender(int uses)
     for (c = 0; c < CASE_LAST; ++c) {
         buf    = open_buffer(c);
         before = (uintptr_t)buf;
+        seen(addresses, &count, buf);
         send_run(c, buf, 0, uses);
         buf = change(c, buf);
+        seen(addresses, &count, buf);
         send_run(c, buf, uses, uses);
         printf("rank 0: %-18s %s address\n", case_names[c],
                ((uintptr_t)buf == before) ? "same" : "another");
         close_buffer(c, buf);
     }
+    /* a table keyed by address and length tells first uses by this count */
+    printf("rank 0: sent from %d addresses\n", count);
 }
 
 static int receiver(int uses)
@@ -239,14 +268,17 @@ int main(int argc, char **argv)
 
     size = (argc > 1) ? strtoull(argv[1], NULL, 0) : 4096;
     uses = (argc > 2) ? atoi(argv[2]) : 8;
+    use_isend = (argc > 3) && !strcmp(argv[3], "isend");
     mapped = (size + page - 1) / page * page;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if ((nranks != 2) || (size == 0) || (size > (1 << 30)) || (uses < 1)) {
+    if ((nranks != 2) || (size == 0) || (size > (1 << 30)) || (uses < 1) ||
+        ((argc > 3) && !use_isend)) {
         if (rank == 0) {
-            fprintf(stderr, "usage: mpirun -np 2 hotbuf_stale [SIZE [USES]]\n");
+            fprintf(stderr, "usage: mpirun -np 2 hotbuf_stale [SIZE [USES "
+                    "[isend]]]\n");
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }

@@ -256,6 +256,41 @@ static void test_array_spreads(void **state)
     close_table(hb);
 }
 
+/* UCP v2's zero-copy: only a buffer's first use is copied, in a class
+ * whose costs say one use does not pay R (here every measured class, also
+ * where a registration never pays; not where n is 1 or none was given);
+ * later uses, and another length at the same address, are counted apart */
+static void test_first_use(void **state)
+{
+    ucp_proto_spec_hotbuf_t *hb = open_table(64, 0.25, 0.2);
+    unsigned i;
+
+    set_costs(hb, 58, 3, 2);
+    assert_true(ucp_proto_spec_hotbuf_first_use(hb, arena, 4096));
+    for (i = 0; i < 20; ++i) {
+        assert_false(ucp_proto_spec_hotbuf_first_use(hb, arena, 4096));
+    }
+    assert_true(ucp_proto_spec_hotbuf_first_use(hb, arena, 2048));
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, arena, 32)); /* no costs */
+    assert_int_equal(hb->count, 2);
+
+    set_costs(hb, 58, 1, 2);                   /* C <= V: n never reached */
+    assert_true(ucp_proto_spec_hotbuf_first_use(hb, addr(8), 4096));
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(8), 4096));
+
+    set_costs(hb, 0.5, 3, 2);                  /* R + V < C: n = 1 */
+    assert_int_equal(hb->classes[12].n_min, 1);
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(16), 4096));
+
+    ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 4); /* a given n */
+    assert_true(ucp_proto_spec_hotbuf_first_use(hb, addr(24), 4096));
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(24), 4096));
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(24), 1 << 20));
+    ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 1);
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(32), 4096));
+    close_table(hb);
+}
+
 static void test_bad_parameters(void **state)
 {
     ucp_proto_spec_hotbuf_t hb;
@@ -281,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_adaptation_pauses_and_resumes),
         cmocka_unit_test(test_no_pause_when_hot),
         cmocka_unit_test(test_array_spreads),
+        cmocka_unit_test(test_first_use),
         cmocka_unit_test(test_bad_parameters),
     };
 
