@@ -519,7 +519,7 @@ void ucp_proto_spec_hotbuf_v2_send(ucp_request_t *req, const void *select_elem,
     const ucp_datatype_iter_t *dt_iter  = &req->send.state.dt_iter;
     const ucp_proto_config_t *cfg;
     ucp_proto_spec_v2_alt_t *alt;
-    int i;
+    size_t i;
 
     if (ucs_likely(hbw == NULL) || !hbw->config.v2 ||
         ((selected->proto != ucp_proto_spec_hotbuf_v2_zcopy[0]) &&
@@ -534,7 +534,8 @@ void ucp_proto_spec_hotbuf_v2_send(ucp_request_t *req, const void *select_elem,
         return;
     }
 
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < ucs_static_array_size(ucp_proto_spec_hotbuf_v2_bcopy);
+         ++i) {
         alt = ucp_proto_spec_v2_alt_get(&hbw->v2_alts, ep->worker, select_elem,
                                         selected,
                                         ucp_proto_spec_hotbuf_v2_bcopy[i]);
