@@ -58,15 +58,24 @@ demo: build
 
 # --------------------------------------------------------------------- tests
 # Every stage runs, a failed one too, and says what it cost: CI's budget is
-# measured stage by stage
+# measured stage by stage.  CI shows only the end of the output, so the end
+# repeats every stage's time and the last lines of each that failed (whole
+# logs: CHECK_LOGS/STAGE.log)
 CHECK_STAGES = check-unit check-docs check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
                check-asan check-rdma check-rdma-asan check-debian13
+CHECK_LOGS  ?= $(BUILD_DIR)/logs/check
 check: build
-	@rc=0; failed=; for s in $(CHECK_STAGES); do t0=$$(date +%s); \
-	    $(MAKE) --no-print-directory UCX_TARBALLS=$(UCX_TARBALLS) $$s || \
-	        { rc=1; failed+=" $$s"; }; \
-	    echo "check: $$s took $$(( $$(date +%s) - t0 )) s"; done; \
+	@rc=0; failed=; times=; mkdir -p $(CHECK_LOGS); \
+	for s in $(CHECK_STAGES); do t0=$$(date +%s); \
+	    set -o pipefail; \
+	    $(MAKE) --no-print-directory UCX_TARBALLS=$(UCX_TARBALLS) $$s 2>&1 | \
+	        tee $(CHECK_LOGS)/$$s.log || { rc=1; failed+=" $$s"; }; \
+	    t=$$(( $$(date +%s) - t0 )); times+=" $$s=$$t"; \
+	    echo "check: $$s took $$t s"; done; \
+	echo "check: stage times (s):$$times"; \
+	for s in $$failed; do echo "check: the end of $$s ($(CHECK_LOGS)/$$s.log):"; \
+	    grep -v '^\[ *\(RUN\|OK\) ' $(CHECK_LOGS)/$$s.log | tail -n 40 | sed 's/^/  | /'; done; \
 	[ $$rc = 0 ] || echo "check: FAILED:$$failed"; exit $$rc
 
 , := ,
