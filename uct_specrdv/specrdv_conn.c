@@ -402,7 +402,12 @@ ucs_status_t uct_specrdv_peer_tx_end_gather(uct_specrdv_conns_t *conns,
 int uct_specrdv_peer_can_send(uct_specrdv_conns_t *conns,
                               uct_specrdv_peer_t *peer)
 {
-    if (!uct_specrdv_peer_tx_room(conns, peer)) {
+    /* What uct_specrdv_peer_tx_begin refuses: a "yes" here makes
+     * pending_add say BUSY, and UCP then retries the send at once, without
+     * the progress that would connect or send the deferred control message */
+    if ((uct_specrdv_peer_connect(conns, peer) != UCS_OK) ||
+        !uct_specrdv_peer_tx_room(conns, peer) ||
+        (peer->flags & UCT_SPECRDV_PEER_CTRL_TX)) {
         return 0;
     }
 

@@ -190,9 +190,11 @@ ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
+    /* UCT's contract: OK or INPROGRESS; UCP's worker flush takes anything
+     * else for an error */
     if (!ucs_arbiter_is_empty(&iface->arbiter)) {
         UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-        return UCS_ERR_NO_RESOURCE;
+        return UCS_INPROGRESS;
     }
 
     UCT_TL_IFACE_STAT_FLUSH(&iface->super);

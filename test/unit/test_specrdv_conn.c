@@ -889,12 +889,15 @@ static void test_corrupt_fallback_fails_one_peer(void **state)
 /* With a fallback window, a sender has at most that many fallback messages
  * the receiver has not delivered, whatever room the channel has; delivery
  * returns them every half window, and a push that finds no room is made at
- * a later progress call, or the sender would wait for ever */
+ * a later progress call, or the sender would wait for ever.  Until it is
+ * made, the receiver sends nothing of its own to that peer, and says so to
+ * whoever asks (pending_add would otherwise answer BUSY to a send that
+ * fails, and UCP retry it without progress) */
 static void test_fallback_window(void **state)
 {
     trio_t *t = trio_new_window(1, 1000, 2, 4);
     side_t *a = t->a, *b = t->b, *c = t->c;
-    fpeer_t *pa = &t->pa, *pc = &t->pc;
+    fpeer_t *pa = &t->pa, *pb = &t->pb, *pc = &t->pc;
     uint32_t seq;
 
     for (seq = 0; seq < 4; ++seq) {
@@ -913,10 +916,14 @@ static void test_fallback_window(void **state)
     assert_int_equal(b->nlog, 5);
     assert_int_equal(CNT(b, FB_CREDIT_UPDATES), 0);
     assert_false(send_msg(a, pa, seq));
+    assert_true(pb->super.flags & UCT_SPECRDV_PEER_CREDIT_TX);
+    assert_false(uct_specrdv_peer_can_send(&b->conns, &pb->super));
+    assert_false(send_msg(b, pb, 0));
 
     b->no_push = 0;
     progress(b);
     assert_int_equal(CNT(b, FB_CREDIT_UPDATES), 1);
+    assert_true(uct_specrdv_peer_can_send(&b->conns, &pb->super));
     assert_int_equal(pa->fb_word, 4);
     for (; seq < 8; ++seq) {
         assert_true(send_msg(a, pa, seq));

@@ -269,14 +269,14 @@ static ucs_status_t uct_specrdv_verbs_iface_flush(uct_iface_h tl_iface,
     ucs_list_for_each(generic, &iface->super.conns.peers, list) {
         peer = uct_specrdv_verbs_peer(generic);
         if (peer->fb_waiting > 0) {
-            return UCS_ERR_NO_RESOURCE;
+            return UCS_INPROGRESS;
         }
         if ((peer->sn_completed == peer->sn_posted) ||
             (generic->flags & UCT_SPECRDV_PEER_FAILED)) {
             continue;
         }
         if (uct_specrdv_verbs_peer_signal(iface, peer) != UCS_OK) {
-            return UCS_ERR_NO_RESOURCE;
+            return UCS_INPROGRESS;
         }
         busy = 1;
     }
