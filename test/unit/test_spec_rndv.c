@@ -94,13 +94,8 @@ static void check_data(fx_t *fx, unsigned slot, unsigned m, size_t len,
  * teardown, after its test returned */
 static req_t *post_send(fx_t *fx, side_t *s, unsigned m, size_t len, int sync)
 {
-    req_t *req = &fx->sstate[fx->num_sstates++];
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = req
-    };
+    req_t *req                = &fx->sstate[fx->num_sstates++];
+    ucp_request_param_t param = req_param(req, 0);
     ucs_status_ptr_t sp;
 
     assert_true(fx->num_sstates <= (4 * MAX_MSGS));
@@ -124,13 +119,7 @@ static void *post_recv_side(fx_t *fx, side_t *side, unsigned slot, size_t len,
 {
     /* a request even when the receive completes in the call (v2's
      * rendezvous through a mapped key does): the tests free each */
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv      = recv_cb,
-        .user_data    = req
-    };
+    ucp_request_param_t param = req_param(req, 1);
     ucs_status_ptr_t sp;
 
     memset(req, 0, sizeof(*req));

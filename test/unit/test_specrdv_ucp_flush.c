@@ -22,27 +22,15 @@ static uint8_t recv_bufs[NUM_MSGS][MSG_SIZE];
 
 static void *start_send(side_t *s, unsigned i, req_t *r)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = r
-    };
+    ucp_request_param_t param = req_param(r, 0);
 
     memset(send_bufs[i], (int)(i * 7 + 1), MSG_SIZE);
     return ucp_tag_send_nbx(s->ep, send_bufs[i], MSG_SIZE, i, &param);
 }
 
-/* always a request: one completed at once would leave r's info unset */
 static void *start_recv(side_t *s, unsigned i, req_t *r)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv      = recv_cb,
-        .user_data    = r
-    };
+    ucp_request_param_t param = req_param(r, 1);
 
     return ucp_tag_recv_nbx(s->worker, recv_bufs[i], MSG_SIZE, i,
                             (ucp_tag_t)-1, &param);
@@ -67,12 +55,7 @@ static void test_worker_flush_with_pending(void **state)
 {
     static req_t sreq[NUM_MSGS], rreq[NUM_MSGS], freq;
     static void *ssp[NUM_MSGS];
-    ucp_request_param_t fparam = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &freq
-    };
+    ucp_request_param_t fparam = req_param(&freq, 0);
     side_t a = {0}, b = {0};
     unsigned i, queued = 0;
     void *fsp, *rsp;

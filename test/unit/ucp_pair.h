@@ -49,6 +49,26 @@ static inline void recv_cb(void *request, ucs_status_t status,
     r->info   = *info;
 }
 
+/* What an operation reports into @a r: a send (@a recv 0) through send_cb,
+ * a receive through recv_cb, and always as a request, even when it
+ * completes in its call (one returned complete would leave r's info unset) */
+static inline ucp_request_param_t req_param(req_t *r, int recv)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .user_data    = r
+    };
+
+    if (recv) {
+        param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        param.cb.recv       = recv_cb;
+    } else {
+        param.cb.send = send_cb;
+    }
+    return param;
+}
+
 /* A context and worker of their own, configured from the environment */
 static inline void open_side(side_t *side)
 {
