@@ -295,16 +295,23 @@ int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
                                        register_at);
 }
 
+/* A buffer used once pays R sent zero-copy (the registration cache's miss;
+ * V, a hit's cost, is v1's: v2 hits UCP's own memory-handle cache instead),
+ * C copied.  Weighing C against R - V, as n_min does, copied where the copy
+ * cost more (rc_verbs 64 KiB: R 75 us, C 131 us, V 61 us gave n_min 2;
+ * perf/results/hotbuf-v2-first-use-*).  A given n, with no costs, copies the
+ * first use where n > 1. */
+static int
+ucp_proto_spec_hotbuf_copy_first(const ucp_proto_spec_hotbuf_class_t *cls)
+{
+    return (cls->reg > 0) ? (cls->copy < cls->reg) : (cls->n_min > 1);
+}
+
 int ucp_proto_spec_hotbuf_first_use(ucp_proto_spec_hotbuf_t *hb,
                                     const void *address, size_t length)
 {
-    const ucp_proto_spec_hotbuf_class_t *cls =
-            &hb->classes[ucp_proto_spec_hotbuf_class(length)];
-
-    /* a buffer used once pays R + V sent zero-copy, C copied: v2's choice
-     * stands where the class has no costs (nor a given n), or where
-     * n_min = 1 says R + V < C */
-    if (((cls->reg <= 0) && (cls->n_min == 0)) || (cls->n_min == 1)) {
+    if (!ucp_proto_spec_hotbuf_copy_first(
+                &hb->classes[ucp_proto_spec_hotbuf_class(length)])) {
         return 0;
     }
 
@@ -327,8 +334,8 @@ void ucp_proto_spec_hotbuf_print(const ucp_proto_spec_hotbuf_t *hb,
     fprintf(stream, "# hot-buffer eager: V = %.3f us per send, register at "
             "%.0f %% of n, table %u entries (%zu bytes)\n", hb->lookup * 1e6,
             hb->fraction * 100, hb->capacity, ucp_proto_spec_hotbuf_memory(hb));
-    fprintf(stream, "# %10s %10s %10s %8s %12s %8s\n", "size", "R (us)",
-            "C (us)", "n", "register at", "paper n");
+    fprintf(stream, "# %10s %10s %10s %8s %12s %8s %10s\n", "size",
+            "R (us)", "C (us)", "n", "register at", "paper n", "v2 1st use");
     for (c = 0; c < UCP_PROTO_SPEC_HOTBUF_CLASSES; ++c) {
         cls  = &hb->classes[c];
         size = (size_t)1 << c;
@@ -354,9 +361,11 @@ void ucp_proto_spec_hotbuf_print(const ucp_proto_spec_hotbuf_t *hb,
             }
         }
         if (i < ucs_static_array_size(ucp_proto_spec_hotbuf_paper)) {
-            fprintf(stream, " %8u\n", ucp_proto_spec_hotbuf_paper[i].n);
+            fprintf(stream, " %8u", ucp_proto_spec_hotbuf_paper[i].n);
         } else {
-            fprintf(stream, " %8s\n", "-");
+            fprintf(stream, " %8s", "-");
         }
+        fprintf(stream, " %10s\n",
+                ucp_proto_spec_hotbuf_copy_first(cls) ? "copy" : "zcopy");
     }
 }

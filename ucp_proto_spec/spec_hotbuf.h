@@ -104,9 +104,9 @@ int ucp_proto_spec_hotbuf_use(ucp_proto_spec_hotbuf_t *hb, const void *address,
 
 /* For UCP's v2 protocols, which price a zero-copy send as a registration
  * cache hit: count one zero-copy send from (address, length); nonzero if it
- * should be a copy instead: the buffer's first use, in a class whose costs
- * (or given n) say a registration does not pay for one use.  Tracks buffers
- * also in classes where one never pays. */
+ * should be a copy instead: the buffer's first use, in a class where the
+ * copy costs less than a registration, C < R (or, with no costs, the given
+ * n is above 1).  Tracks buffers also in classes where reuse never pays. */
 int ucp_proto_spec_hotbuf_first_use(ucp_proto_spec_hotbuf_t *hb,
                                     const void *address, size_t length);
 

@@ -282,6 +282,14 @@ static void test_first_use(void **state)
     assert_int_equal(hb->classes[12].n_min, 1);
     assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(16), 4096));
 
+    /* R < C < R + V: n = 3, but one use costs less zero-copy, where v2 pays
+     * no V */
+    set_costs(hb, 2.5, 3, 2);
+    assert_int_equal(hb->classes[12].n_min, 3);
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(20), 4096));
+    set_costs(hb, 3, 3, 0);                    /* a tie stays zero-copy */
+    assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(20), 4096));
+
     ucp_proto_spec_hotbuf_set_reuse(hb, 6, 18, 4); /* a given n */
     assert_true(ucp_proto_spec_hotbuf_first_use(hb, addr(24), 4096));
     assert_false(ucp_proto_spec_hotbuf_first_use(hb, addr(24), 4096));
