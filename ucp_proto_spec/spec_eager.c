@@ -143,11 +143,11 @@ static ucs_config_field_t ucp_proto_spec_hotbuf_config_table[] = {
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, min_hot),
    UCS_CONFIG_TYPE_DOUBLE},
 
-  {"HOTBUF_V2", "n",
+  {"HOTBUF_V2", "y",
    "On UCP's v2 protocols (UCX_PROTO_ENABLE, UCX >= 1.18), a tag send that\n"
    "v2 sends zero-copy is copied instead at its buffer's first use, where the\n"
-   "measured costs say a registration does not pay for one use; later uses\n"
-   "stay zero-copy, and v2's copies stay copies.",
+   "measured copy costs less than a registration (C < R); later uses stay\n"
+   "zero-copy, and v2's copies stay copies.  Only where UCX_SPEC_HOTBUF is on.",
    ucs_offsetof(ucp_proto_spec_hotbuf_config_t, v2), UCS_CONFIG_TYPE_BOOL},
 
   {"HOTBUF_PRINT", "n",
