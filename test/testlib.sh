@@ -122,10 +122,10 @@ hotbuf_sends_counted() {
         { echo "not every send was looked up, or too few hot"; return 1; }
 }
 
-# The same test on UCP's v2 protocols (UCX_SPEC_HOTBUF_V2, on by default): the sends v2
-# made zero-copy were copied at each buffer's first use only, as many as the
-# addresses the sender printed; with "none", v2 made none zero-copy here and
-# nothing was copied.  Summed, not per line: Open MPI 5 may join two ranks'
+# The same test on UCP's v2 protocols (UCX_SPEC_HOTBUF_V2, on by default):
+# the sends v2 made zero-copy were copied at each buffer's first use only,
+# as many as the addresses the sender printed; with "none", v2 made none
+# zero-copy here and nothing was copied.  Summed, not per line: Open MPI 5 may join two ranks'
 # lines
 # usage: hotbuf_v2_first_uses_copied OUTPUT [none]
 hotbuf_v2_first_uses_copied() {
