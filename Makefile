@@ -60,11 +60,14 @@ demo: build
 # Every stage runs, a failed one too, and says what it cost: CI's budget is
 # measured stage by stage.  CI shows only the end of the output, so the end
 # repeats every stage's time and the last lines of each that failed (whole
-# logs: CHECK_LOGS/STAGE.log)
+# logs: CHECK_LOGS/STAGE.log; every run's times: SPEC_CACHE/check-times.log)
 CHECK_STAGES = check-unit check-docs check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
                check-asan check-rdma check-rdma-asan check-debian13
 CHECK_LOGS  ?= $(BUILD_DIR)/logs/check
+# where the stage times of every run on this machine add up, CI's too (its
+# logs go with its clone)
+SPEC_CACHE  ?= $(or $(UCX_SPEC_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ucx-spec)
 check: build
 	@rc=0; failed=; times=; mkdir -p $(CHECK_LOGS); \
 	for s in $(CHECK_STAGES); do t0=$$(date +%s); \
@@ -74,6 +77,9 @@ check: build
 	    t=$$(( $$(date +%s) - t0 )); times+=" $$s=$$t"; \
 	    echo "check: $$s took $$t s"; done; \
 	echo "check: stage times (s):$$times"; \
+	mkdir -p $(SPEC_CACHE) && echo "$$(date -u +%FT%TZ) $$(git -C $(REPO) \
+	    rev-parse --short HEAD 2>/dev/null) $(REPO) rc=$$rc$$times" \
+	    >>$(SPEC_CACHE)/check-times.log; \
 	for s in $$failed; do echo "check: the end of $$s ($(CHECK_LOGS)/$$s.log):"; \
 	    grep -v '^\[ *\(RUN\|OK\) ' $(CHECK_LOGS)/$$s.log | tail -n 40 | sed 's/^/  | /'; done; \
 	[ $$rc = 0 ] || echo "check: FAILED:$$failed"; exit $$rc
