@@ -60,13 +60,14 @@ demo: build
 # Every stage runs, a failed one too, and says what it cost: CI's budget is
 # measured stage by stage.  CI shows only the end of the output, so the end
 # repeats every stage's time and the last lines of each that failed (whole
-# logs: CHECK_LOGS/STAGE.log; every run's times: SPEC_CACHE/check-times.log)
+# logs: CHECK_LOGS/STAGE.log; every run's times: SPEC_CACHE/check-times.log;
+# the last run's logs of every build folder, per test where a suite times
+# its tests: SPEC_CACHE/last-check/, so that CI's outlive its clone)
 CHECK_STAGES = check-unit check-docs check-model check-fuzz check-integration check-mpi \
                check-conformance check-gtest check-gtest-spec check-valgrind \
                check-asan check-rdma check-rdma-asan check-debian13
 CHECK_LOGS  ?= $(BUILD_DIR)/logs/check
-# where the stage times of every run on this machine add up, CI's too (its
-# logs go with its clone)
+# where the stage times of every run on this machine add up, CI's too
 SPEC_CACHE  ?= $(or $(UCX_SPEC_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ucx-spec)
 check: build
 	@rc=0; failed=; times=; mkdir -p $(CHECK_LOGS); \
@@ -80,6 +81,9 @@ check: build
 	mkdir -p $(SPEC_CACHE) && echo "$$(date -u +%FT%TZ) $$(git -C $(REPO) \
 	    rev-parse --short HEAD 2>/dev/null) $(REPO) rc=$$rc$$times" \
 	    >>$(SPEC_CACHE)/check-times.log; \
+	rm -rf $(SPEC_CACHE)/last-check; for d in $(REPO)/build*/logs; do [ -d $$d ] || continue; \
+	    b=$(SPEC_CACHE)/last-check/$$(basename $$(dirname $$d)); \
+	    mkdir -p $$b && cp -r $$d/. $$b/; done; \
 	for s in $$failed; do echo "check: the end of $$s ($(CHECK_LOGS)/$$s.log):"; \
 	    grep -v '^\[ *\(RUN\|OK\) ' $(CHECK_LOGS)/$$s.log | tail -n 40 | sed 's/^/  | /'; done; \
 	[ $$rc = 0 ] || echo "check: FAILED:$$failed"; exit $$rc
