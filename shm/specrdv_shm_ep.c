@@ -138,6 +138,18 @@ uct_specrdv_shm_ep_cma(uct_specrdv_shm_ep_t *ep, const uct_iov_t *iov,
     return UCS_OK;
 }
 
+/* Copied: the completion comes from progress (uct_specrdv_iface_complete_later) */
+static ucs_status_t uct_specrdv_shm_ep_copied(uct_specrdv_shm_ep_t *ep,
+                                              uct_completion_t *comp)
+{
+    if (comp == NULL) {
+        return UCS_OK;
+    }
+
+    return uct_specrdv_iface_complete_later(uct_specrdv_ep_iface(&ep->super),
+                                            comp);
+}
+
 ucs_status_t uct_specrdv_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                           size_t iovcnt, uint64_t remote_addr,
                                           uct_rkey_t rkey,
@@ -148,11 +160,13 @@ ucs_status_t uct_specrdv_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)UCT_SM_MAX_IOV, "specrdv_put_zcopy");
     status = uct_specrdv_shm_ep_cma(ep, iov, iovcnt, remote_addr, 1);
-    if (status == UCS_OK) {
-        UCT_TL_EP_STAT_OP(&ep->super.super, PUT, ZCOPY,
-                          uct_iov_total_length(iov, iovcnt));
+    if (status != UCS_OK) {
+        return status;
     }
-    return status;
+
+    UCT_TL_EP_STAT_OP(&ep->super.super, PUT, ZCOPY,
+                      uct_iov_total_length(iov, iovcnt));
+    return uct_specrdv_shm_ep_copied(ep, comp);
 }
 
 ucs_status_t uct_specrdv_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -165,11 +179,13 @@ ucs_status_t uct_specrdv_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)UCT_SM_MAX_IOV, "specrdv_get_zcopy");
     status = uct_specrdv_shm_ep_cma(ep, iov, iovcnt, remote_addr, 0);
-    if (status == UCS_OK) {
-        UCT_TL_EP_STAT_OP(&ep->super.super, GET, ZCOPY,
-                          uct_iov_total_length(iov, iovcnt));
+    if (status != UCS_OK) {
+        return status;
     }
-    return status;
+
+    UCT_TL_EP_STAT_OP(&ep->super.super, GET, ZCOPY,
+                      uct_iov_total_length(iov, iovcnt));
+    return uct_specrdv_shm_ep_copied(ep, comp);
 }
 
 static ucs_status_t

@@ -296,6 +296,7 @@ ucs_status_t uct_specrdv_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     uct_specrdv_ep_t *ep = ucs_derived_of(tl_ep, uct_specrdv_ep_t);
     ucs_status_t status  = uct_specrdv_ep_status(ep);
+    uct_specrdv_iface_t *iface;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_specrdv_ep_pending_purge(tl_ep, NULL, NULL);
@@ -306,10 +307,17 @@ ucs_status_t uct_specrdv_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return status;
     }
 
+    /* after the completions still to be delivered (of every endpoint) */
+    iface = uct_specrdv_ep_iface(ep);
+    if (iface->done.count > 0) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+        return (comp == NULL) ? UCS_INPROGRESS :
+                                uct_specrdv_iface_complete_later(iface, comp);
+    }
+
     /* Messages are in place when their call returns; what flush waits for
      * is room for those still to come, as UCT's shared-memory transports do */
-    if (!uct_specrdv_peer_can_send(&uct_specrdv_ep_iface(ep)->conns,
-                                   ep->peer)) {
+    if (!uct_specrdv_peer_can_send(&iface->conns, ep->peer)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }

@@ -12,9 +12,11 @@
 #include "specrdv_writer.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 
 static ucs_config_field_t uct_specrdv_iface_config_table[] = {
@@ -164,12 +166,62 @@ static void uct_specrdv_iface_peer_failed(uct_specrdv_conns_t *conns,
     }
 }
 
+/*
+ * An operation a writer finished inside its call (a CMA copy) still reports
+ * UCS_INPROGRESS and completes from the next progress, as UCX's own CMA
+ * does.  UCP (1.18.1, 1.22.0) calls the user's callback of a rendezvous
+ * receive that completes inside ucp_am_recv_data_nbx or
+ * ucp_tag_msg_recv_nbx before that call returns, which the API rules out:
+ * MPICH 4.2.1's RMA, whose callback finds its request not yet set up, then
+ * crashes (MPICH's test/mpi rma/win_dynamic_rma_flush_get over specrdv).
+ */
+ucs_status_t uct_specrdv_iface_complete_later(uct_specrdv_iface_t *iface,
+                                              uct_completion_t *comp)
+{
+    uct_completion_t **comps;
+    unsigned size;
+
+    if (iface->done.count == iface->done.size) {
+        size  = ucs_max(2 * iface->done.size, 16);
+        comps = ucs_realloc(iface->done.comps, size * sizeof(*comps),
+                            "specrdv_done");
+        if (comps == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        iface->done.comps = comps;
+        iface->done.size  = size;
+    }
+
+    iface->done.comps[iface->done.count++] = comp;
+    return UCS_INPROGRESS;
+}
+
+/* Those queued before this call: a callback may queue more */
+static unsigned uct_specrdv_iface_complete_done(uct_specrdv_iface_t *iface)
+{
+    unsigned i, count = iface->done.count;
+
+    for (i = 0; i < count; ++i) {
+        uct_invoke_completion(iface->done.comps[i], UCS_OK);
+    }
+    iface->done.count -= count;
+    memmove(iface->done.comps, iface->done.comps + count,
+            iface->done.count * sizeof(*iface->done.comps));
+    return count;
+}
+
 unsigned uct_specrdv_iface_progress(uct_iface_h tl_iface)
 {
     uct_specrdv_iface_t *iface = ucs_derived_of(tl_iface, uct_specrdv_iface_t);
     unsigned count;
 
-    count  = uct_specrdv_conns_poll_rings(&iface->conns);
+    if (ucs_unlikely(iface->done.count > 0)) {
+        count = uct_specrdv_iface_complete_done(iface);
+    } else {
+        count = 0;
+    }
+
+    count += uct_specrdv_conns_poll_rings(&iface->conns);
     count += iface->conns.ops->poll_fallback(&iface->conns);
     if (ucs_unlikely(iface->invalidated > 0)) {
         uct_specrdv_ep_report_invalidated(iface);
@@ -192,7 +244,7 @@ ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
 
     /* UCT's contract: OK or INPROGRESS; UCP's worker flush takes anything
      * else for an error */
-    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+    if (!ucs_arbiter_is_empty(&iface->arbiter) || (iface->done.count > 0)) {
         UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
         return UCS_INPROGRESS;
     }
@@ -283,6 +335,9 @@ UCS_CLASS_INIT_FUNC(uct_specrdv_iface_t, uct_iface_ops_t *ops,
     self->config.bandwidth = config->bandwidth;
     self->config.report    = config->report;
     self->invalidated      = 0;
+    self->done.comps       = NULL;
+    self->done.count       = 0;
+    self->done.size        = 0;
     ucs_arbiter_init(&self->arbiter);
     return UCS_OK;
 }
@@ -317,6 +372,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_specrdv_iface_t)
     if (self->config.report) {
         uct_specrdv_iface_report(self);
     }
+    /* UCP purged the requests those completions name */
+    ucs_free(self->done.comps);
     ucs_arbiter_cleanup(&self->arbiter);
     uct_specrdv_conns_cleanup(&self->conns);
 }

@@ -59,6 +59,13 @@ typedef struct uct_specrdv_iface {
     uct_specrdv_conns_t      conns;
     ucs_arbiter_t            arbiter;
     unsigned                 invalidated;   /* endpoints to report */
+    /* Completions of operations done inside their call, delivered from
+     * progress (uct_specrdv_iface_complete_later) */
+    struct {
+        uct_completion_t     **comps;
+        unsigned             count;
+        unsigned             size;
+    } done;
     /* the ring geometry and the polling set's bound are in conns */
     struct {
         double               bandwidth;     /* estimate reported to UCP */
@@ -96,6 +103,9 @@ void uct_specrdv_iface_query(uct_specrdv_iface_t *iface,
                              uct_iface_attr_t *iface_attr);
 
 unsigned uct_specrdv_iface_progress(uct_iface_h tl_iface);
+
+ucs_status_t uct_specrdv_iface_complete_later(uct_specrdv_iface_t *iface,
+                                              uct_completion_t *comp);
 
 ucs_status_t uct_specrdv_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp);

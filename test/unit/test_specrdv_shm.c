@@ -753,6 +753,75 @@ static void test_cma_put_get(void **state)
     uct_iface_close(a);
 }
 
+typedef struct {
+    uct_completion_t comp;
+    int              calls;
+} counted_comp_t;
+
+static void count_completion(uct_completion_t *self)
+{
+    ++ucs_container_of(self, counted_comp_t, comp)->calls;
+}
+
+/* A copy done inside its call reports INPROGRESS and completes from the next
+ * progress, never inside the call: UCP (1.18.1, 1.22.0) would call its
+ * user's callback before the user's call returns.  A flush waits for it and
+ * completes after it. */
+static void test_cma_completion_from_progress(void **state)
+{
+    fixture_t *f = *state;
+    static uint8_t src[70000], dst[70000];
+    counted_comp_t put = {{count_completion, 1, UCS_OK}, 0};
+    counted_comp_t get = {{count_completion, 1, UCS_OK}, 0};
+    counted_comp_t flush = {{count_completion, 1, UCS_OK}, 0};
+    uct_iov_t iov;
+    uct_iface_h a, b;
+    uct_ep_h ep;
+    size_t i;
+
+    assert_int_equal(open_iface(f, &a, NULL), UCS_OK);
+    assert_int_equal(open_iface(f, &b, NULL), UCS_OK);
+    connect_ep(f, a, b, &ep);
+    for (i = 0; i < sizeof(src); ++i) {
+        src[i] = pattern(9, i);
+    }
+
+    iov = (uct_iov_t){src, sizeof(src), UCT_MEM_HANDLE_NULL, 0, 1};
+    assert_int_equal(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst, 0,
+                                      &put.comp), UCS_INPROGRESS);
+    assert_memory_equal(src, dst, sizeof(src));
+    assert_int_equal(put.calls, 0);
+    assert_int_equal(uct_iface_flush(a, 0, NULL), UCS_INPROGRESS);
+    assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_INPROGRESS);
+    assert_int_equal(uct_ep_flush(ep, 0, &flush.comp), UCS_INPROGRESS);
+
+    memset(dst, 0, sizeof(dst));
+    iov = (uct_iov_t){dst, sizeof(dst), UCT_MEM_HANDLE_NULL, 0, 1};
+    assert_int_equal(uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)src, 0,
+                                      &get.comp), UCS_INPROGRESS);
+    assert_memory_equal(src, dst, sizeof(src));
+    assert_int_equal(get.calls + flush.calls, 0);
+
+    /* one progress delivers all three, in order, each once */
+    assert_true(uct_iface_progress(a) >= 3);
+    assert_int_equal(put.calls, 1);
+    assert_int_equal(flush.calls, 1);
+    assert_int_equal(get.calls, 1);
+    /* a second delivery would take a count below zero, calling nothing */
+    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count, 0);
+    assert_int_equal(put.comp.status, UCS_OK);
+    assert_int_equal(get.comp.status, UCS_OK);
+    assert_int_equal(uct_iface_flush(a, 0, NULL), UCS_OK);
+    assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_OK);
+    uct_iface_progress(a);
+    assert_int_equal(put.calls + flush.calls + get.calls, 3);
+    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count, 0);
+
+    uct_ep_destroy(ep);
+    uct_iface_close(b);
+    uct_iface_close(a);
+}
+
 /* An interface with other slots cannot be reached: its messages would not fit */
 static void test_other_slot_size_unreachable(void **state)
 {
@@ -790,6 +859,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_corrupt_fifo_fails_sender, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cma_put_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cma_completion_from_progress,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_slot_size_unreachable,
                                         setup, teardown),
     };
