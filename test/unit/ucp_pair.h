@@ -69,12 +69,13 @@ static inline ucp_request_param_t req_param(req_t *r, int recv)
     return param;
 }
 
-/* A context and worker of their own, configured from the environment */
-static inline void open_side(side_t *side)
+/* A context with @a features and a worker of their own, configured from
+ * the environment */
+static inline void open_side_features(side_t *side, uint64_t features)
 {
     ucp_params_t params = {
         .field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features   = UCP_FEATURE_TAG
+        .features   = features
     };
     ucp_worker_params_t wparams = {
         .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
@@ -93,6 +94,11 @@ static inline void open_side(side_t *side)
     ucp_config_release(config);
     assert_int_equal(ucp_worker_create(side->ctx, &wparams, &side->worker),
                      UCS_OK);
+}
+
+static inline void open_side(side_t *side)
+{
+    open_side_features(side, UCP_FEATURE_TAG);
 }
 
 /* a's endpoint to b.  Error mode none: with peer failure handling UCX
