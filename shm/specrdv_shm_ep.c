@@ -264,7 +264,7 @@ ucs_status_t uct_specrdv_shm_ep_get_bcopy(uct_ep_h tl_ep,
 
     unpack_cb(arg, iface->bounce, length);
     UCT_TL_EP_STAT_OP(&ep->super.super, GET, BCOPY, length);
-    return UCS_OK;
+    return uct_specrdv_shm_ep_copied(ep, comp);
 }
 
 /* Whether the endpoint's peer is the interface instance at @a iface_addr */

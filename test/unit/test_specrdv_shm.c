@@ -763,10 +763,15 @@ static void count_completion(uct_completion_t *self)
     ++ucs_container_of(self, counted_comp_t, comp)->calls;
 }
 
-/* A copy done inside its call reports INPROGRESS and completes from the next
- * progress, never inside the call: UCP (1.18.1, 1.22.0) would call its
- * user's callback before the user's call returns.  A flush waits for it and
- * completes after it. */
+static void unpack_copy(void *arg, const void *data, size_t length)
+{
+    memcpy(arg, data, length);
+}
+
+/* A copy done inside its call (put/get zero-copy, get bcopy) reports
+ * INPROGRESS and completes from the next progress, never inside the call:
+ * UCP (1.18.1, 1.22.0) would call its user's callback before the user's call
+ * returns.  A flush waits for it and completes after it. */
 static void test_cma_completion_from_progress(void **state)
 {
     fixture_t *f = *state;
@@ -774,6 +779,8 @@ static void test_cma_completion_from_progress(void **state)
     counted_comp_t put = {{count_completion, 1, UCS_OK}, 0};
     counted_comp_t get = {{count_completion, 1, UCS_OK}, 0};
     counted_comp_t flush = {{count_completion, 1, UCS_OK}, 0};
+    counted_comp_t bget = {{count_completion, 1, UCS_OK}, 0};
+    uint8_t small[64];
     uct_iov_t iov;
     uct_iface_h a, b;
     uct_ep_h ep;
@@ -802,20 +809,30 @@ static void test_cma_completion_from_progress(void **state)
     assert_memory_equal(src, dst, sizeof(src));
     assert_int_equal(get.calls + flush.calls, 0);
 
-    /* one progress delivers all three, in order, each once */
-    assert_true(uct_iface_progress(a) >= 3);
+    memset(small, 0, sizeof(small));
+    assert_int_equal(uct_ep_get_bcopy(ep, unpack_copy, small, sizeof(small),
+                                      (uintptr_t)src, 0, &bget.comp),
+                     UCS_INPROGRESS);
+    assert_memory_equal(small, src, sizeof(small));
+    assert_int_equal(bget.calls, 0);
+
+    /* one progress delivers all four, in order, each once */
+    assert_true(uct_iface_progress(a) >= 4);
     assert_int_equal(put.calls, 1);
     assert_int_equal(flush.calls, 1);
     assert_int_equal(get.calls, 1);
+    assert_int_equal(bget.calls, 1);
     /* a second delivery would take a count below zero, calling nothing */
-    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count, 0);
+    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count +
+                     bget.comp.count, 0);
     assert_int_equal(put.comp.status, UCS_OK);
     assert_int_equal(get.comp.status, UCS_OK);
     assert_int_equal(uct_iface_flush(a, 0, NULL), UCS_OK);
     assert_int_equal(uct_ep_flush(ep, 0, NULL), UCS_OK);
     uct_iface_progress(a);
-    assert_int_equal(put.calls + flush.calls + get.calls, 3);
-    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count, 0);
+    assert_int_equal(put.calls + flush.calls + get.calls + bget.calls, 4);
+    assert_int_equal(put.comp.count + flush.comp.count + get.comp.count +
+                     bget.comp.count, 0);
 
     uct_ep_destroy(ep);
     uct_iface_close(b);

@@ -42,7 +42,7 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
                           void *data, size_t length,
                           const ucp_am_recv_param_t *param)
 {
-    am_fetch_t *f                = arg;
+    am_fetch_t *f              = arg;
     ucp_request_param_t fparam = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                         UCP_OP_ATTR_FIELD_USER_DATA,
@@ -67,7 +67,7 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
 
 static void run_fetch(const char *proto)
 {
-    static req_t sreq;
+    req_t sreq                 = {0};
     ucp_request_param_t sparam = req_param(&sreq, 0);
     am_fetch_t f               = {0};
     side_t a = {0}, b = {0};
@@ -95,7 +95,6 @@ static void run_fetch(const char *proto)
         send_buf[i] = (uint8_t)(i * 13 + 5);
     }
     memset(recv_buf, 0, sizeof(recv_buf));
-    sreq                 = (req_t){0};
     sparam.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     sparam.flags         = UCP_AM_SEND_FLAG_RNDV;
     ssp = ucp_am_send_nbx(a.ep, AM_ID, NULL, 0, send_buf, MSG_SIZE, &sparam);
