@@ -293,6 +293,11 @@ int main(int argc, char **argv)
     if (rc != 0) {
         MPI_Abort(MPI_COMM_WORLD, rc);
     }
+    /* Without it MPICH hangs in MPI_Finalize on stock UCX too (Debian 12's
+     * 4.0.2 over tcp in 4 runs of 4 with Debian's own UCX 1.13.1; Debian
+     * 13's 4.2.1 over rc_verbs once): one rank closes its endpoint while
+     * the other, gone on to PMI's barrier, no longer progresses it */
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
 }
