@@ -138,16 +138,31 @@ static void open_pair(fixture_t *f, receiver_t *r, const char *ring_slots,
     connect_ep(f, *sender, *receiver, ep);
 }
 
+/* Two interfaces of the fixture's settings and an endpoint from a to b */
+static void open_plain_pair(fixture_t *f, uct_iface_h *a, uct_iface_h *b,
+                            uct_ep_h *ep)
+{
+    assert_int_equal(open_iface(f, a, NULL), UCS_OK);
+    assert_int_equal(open_iface(f, b, NULL), UCS_OK);
+    connect_ep(f, *a, *b, ep);
+}
+
+static void fill_pattern(uint8_t *buf, uint32_t seq, size_t length)
+{
+    size_t i;
+
+    for (i = 0; i < length; ++i) {
+        buf[i] = pattern(seq, i);
+    }
+}
+
 static void fill(uint8_t *buf, uint32_t seq, uint32_t length)
 {
     msg_hdr_t *h = (msg_hdr_t*)buf;
-    uint32_t i;
 
     h->seq    = seq;
     h->length = length;
-    for (i = 0; i < length; ++i) {
-        buf[sizeof(*h) + i] = pattern(seq, i);
-    }
+    fill_pattern(buf + sizeof(*h), seq, length);
 }
 
 typedef struct {
@@ -718,17 +733,11 @@ static void test_cma_put_get(void **state)
     uct_iface_attr_t attr;
     uct_iface_h a, b;
     uct_ep_h ep;
-    size_t i;
 
-    assert_int_equal(open_iface(f, &a, NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &b, NULL), UCS_OK);
+    open_plain_pair(f, &a, &b, &ep);
     assert_int_equal(uct_iface_query(a, &attr), UCS_OK);
     assert_true(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
-    connect_ep(f, a, b, &ep);
-
-    for (i = 0; i < sizeof(src); ++i) {
-        src[i] = pattern(7, i);
-    }
+    fill_pattern(src, 7, sizeof(src));
 
     /* two pieces, the second not page aligned */
     iov[0] = (uct_iov_t){src, 4097, UCT_MEM_HANDLE_NULL, 0, 1};
@@ -784,14 +793,9 @@ static void test_cma_completion_from_progress(void **state)
     uct_iov_t iov;
     uct_iface_h a, b;
     uct_ep_h ep;
-    size_t i;
 
-    assert_int_equal(open_iface(f, &a, NULL), UCS_OK);
-    assert_int_equal(open_iface(f, &b, NULL), UCS_OK);
-    connect_ep(f, a, b, &ep);
-    for (i = 0; i < sizeof(src); ++i) {
-        src[i] = pattern(9, i);
-    }
+    open_plain_pair(f, &a, &b, &ep);
+    fill_pattern(src, 9, sizeof(src));
 
     iov = (uct_iov_t){src, sizeof(src), UCT_MEM_HANDLE_NULL, 0, 1};
     assert_int_equal(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)dst, 0,
