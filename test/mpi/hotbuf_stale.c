@@ -293,10 +293,11 @@ int main(int argc, char **argv)
     if (rc != 0) {
         MPI_Abort(MPI_COMM_WORLD, rc);
     }
-    /* Without it MPICH hangs in MPI_Finalize on stock UCX too (Debian 12's
-     * 4.0.2 over tcp in 4 runs of 4 with Debian's own UCX 1.13.1; Debian
-     * 13's 4.2.1 over rc_verbs once): one rank closes its endpoint while
-     * the other, gone on to PMI's barrier, no longer progresses it */
+    /* Without it Debian 12's MPICH 4.0.2 hangs in MPI_Finalize over tcp, on
+     * Debian's own UCX 1.13.1 too (4 runs of 4): it closes its endpoints
+     * and then waits in PMI's barrier, where it no longer progresses the
+     * close the other rank waits on.  (4.2 meets in PMI's barrier first;
+     * its rarer hang is test/rdma/check's mpich_finalize_hung) */
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
