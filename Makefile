@@ -60,7 +60,8 @@ demo: build
 # Every stage runs, a failed one too, and says what it cost: CI's budget is
 # measured stage by stage.  CI shows only the end of the output, so the end
 # repeats every stage's time and the last lines of each that failed (whole
-# logs: CHECK_LOGS/STAGE.log; every run's times: SPEC_CACHE/check-times.log;
+# logs: CHECK_LOGS/STAGE.log, and STAGE.times with each line's second in
+# the stage; every run's times: SPEC_CACHE/check-times.log;
 # the last run's logs of every build folder, per test where a suite times
 # its tests: SPEC_CACHE/last-check/, so that CI's outlive its clone)
 CHECK_STAGES = check-unit check-docs check-model check-fuzz check-integration check-mpi \
@@ -74,7 +75,7 @@ check: build
 	for s in $(CHECK_STAGES); do t0=$$(date +%s); \
 	    set -o pipefail; \
 	    $(MAKE) --no-print-directory UCX_TARBALLS=$(UCX_TARBALLS) $$s 2>&1 | \
-	        tee $(CHECK_LOGS)/$$s.log || { rc=1; failed+=" $$s"; }; \
+	        $(REPO)/contrib/stage-log $(CHECK_LOGS)/$$s.log || { rc=1; failed+=" $$s"; }; \
 	    t=$$(( $$(date +%s) - t0 )); times+=" $$s=$$t"; \
 	    echo "check: $$s took $$t s"; done; \
 	echo "check: stage times (s):$$times"; \
