@@ -67,6 +67,7 @@ typedef struct {
     ucp_request_t     *rreq;    /* get: the receive and the carrier whose */
     ucp_request_t     *carrier; /* id an ATP would name; NULL: put */
     ucs_time_t        time;     /* pushed */
+    size_t            size;     /* bytes to copy */
     size_t            length;
     uint8_t           data[];   /* put: RTR header + key; get: RTS + key */
 } ucp_proto_spec_offer_t;
@@ -269,7 +270,7 @@ static ucs_status_t
 ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                          const ucp_proto_spec_claim_ref_t *ref, int own,
                          ucp_request_t *rreq, ucp_request_t *carrier,
-                         const void *hdr, size_t hdr_length,
+                         size_t size, const void *hdr, size_t hdr_length,
                          const void *rkey, size_t rkey_length)
 {
     ucp_proto_spec_offer_t *offer;
@@ -297,6 +298,7 @@ ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     offer->rreq    = rreq;
     offer->carrier = carrier;
     offer->time    = ucs_get_time();
+    offer->size    = size;
     offer->length  = hdr_length + rkey_length;
     memcpy(offer->data, hdr, hdr_length);
     memcpy(offer->data + hdr_length, rkey, rkey_length);
@@ -314,8 +316,8 @@ ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
                                       int own, const ucp_rndv_rtr_hdr_t *rtr,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, own, NULL, NULL, rtr,
-                                    sizeof(*rtr), rkey, rkey_length);
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, NULL, NULL, rtr->size,
+                                    rtr, sizeof(*rtr), rkey, rkey_length);
 }
 
 ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
@@ -326,8 +328,9 @@ ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, own, rreq, carrier, rts,
-                                    sizeof(*rts), rkey, rkey_length);
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, rreq, carrier,
+                                    rts->size, rts, sizeof(*rts), rkey,
+                                    rkey_length);
 }
 
 /* Claimed: no copy was made, so the requests are alive; copy as UCX would */
@@ -358,11 +361,37 @@ static void ucp_proto_spec_offer_copy(ucp_proto_spec_worker_t *spec,
                            offer->length - sizeof(*rts));
 }
 
+/* Until when the copies we claimed keep this process busy, as UCX prices
+ * them: the lane's bandwidth.  UCX queues a CMA copy and makes it in later
+ * progress calls (uct_scopy), so the claim's return says nothing of it. */
+static void ucp_proto_spec_claim_busy(ucp_proto_spec_worker_t *spec,
+                                      const ucp_proto_spec_offer_t *offer,
+                                      ucs_time_t now)
+{
+    ucp_worker_h worker = spec->worker;
+    ucp_lane_index_t lane = ucp_ep_config(offer->ep)->key.rma_bw_lanes[0];
+    double bandwidth;
+
+    if (lane == UCP_NULL_LANE) {
+        return;
+    }
+
+    bandwidth = ucp_tl_iface_bandwidth(worker->context,
+                                       &ucp_worker_iface_get_attr(worker,
+                                           ucp_ep_get_rsc_index(offer->ep,
+                                                                lane))->bandwidth);
+    if (bandwidth > 0) {
+        spec->claim.busy_until = ucs_max(now, spec->claim.busy_until) +
+                                 ucs_time_from_sec(offer->size / bandwidth);
+    }
+}
+
 /* One claim attempt, whatever it finds; our slot is free after it.  On a
  * failed endpoint our own slot is still taken back, so that the peer cannot
  * claim it, but nothing is copied: its requests are purged. */
 static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
-                                         ucp_proto_spec_offer_t *offer)
+                                         ucp_proto_spec_offer_t *offer,
+                                         ucs_time_t now)
 {
     int failed = !!(offer->ep->flags &
                     (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSED));
@@ -378,6 +407,7 @@ static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
 
     if (claimed) {
         UCP_PROTO_SPEC_COUNT(spec, copy_claimed, 1);
+        ucp_proto_spec_claim_busy(spec, offer, now);
         ucp_proto_spec_offer_copy(spec, offer);
     } else {
         UCP_PROTO_SPEC_COUNT(spec, copy_lost, 1);
@@ -389,16 +419,17 @@ static unsigned ucp_proto_spec_offer_try(ucp_proto_spec_worker_t *spec,
 
 /*
  * The claim pass.  What we receive we claim at once; what we send only once
- * its offer is UCX_SPEC_IDLE_COPY_DELAY old.  When both processes wait (an
- * exchange), each then gets its own data, in parallel, as stock UCX has it,
- * instead of the first one there copying both ways while the other waits
- * for it; a peer that has not claimed its copy by then is busy, and we copy
- * for it.
+ * its offer is UCX_SPEC_IDLE_COPY_DELAY old and our own copies are done.
+ * When both processes wait (an exchange), each then gets its own data, in
+ * parallel, as stock UCX has it, instead of the first one there copying
+ * both ways while the other waits for it: two CMA copies between the same
+ * two processes do not run faster than one (docs/benchmarks.md).  A peer
+ * that has not claimed its copy by then is busy, and we copy for it.
  */
 static unsigned ucp_proto_spec_claim_progress(void *arg)
 {
     ucp_proto_spec_worker_t *spec = arg;
-    ucp_proto_spec_offer_t *offer;
+    ucp_proto_spec_offer_t *offer, *next;
     UCS_LIST_HEAD(offers);
     unsigned count = 0;
     ucs_time_t now;
@@ -412,11 +443,18 @@ static unsigned ucp_proto_spec_claim_progress(void *arg)
     ucs_list_head_init(&spec->claim.offers);
 
     now = ucs_get_time();
+    ucs_list_for_each_safe(offer, next, &offers, list) {
+        if (offer->carrier != NULL) {
+            ucs_list_del(&offer->list);
+            count += ucp_proto_spec_offer_try(spec, offer, now);
+        }
+    }
+
     while (!ucs_list_is_empty(&offers)) {
         offer = ucs_list_extract_head(&offers, ucp_proto_spec_offer_t, list);
-        if ((offer->carrier != NULL) ||
-            ((now - offer->time) >= spec->claim.delay)) {
-            count += ucp_proto_spec_offer_try(spec, offer);
+        if (now >= (ucs_max(offer->time, spec->claim.busy_until) +
+                    spec->claim.delay)) {
+            count += ucp_proto_spec_offer_try(spec, offer, now);
         } else {
             ucs_list_add_tail(&spec->claim.offers, &offer->list);
         }

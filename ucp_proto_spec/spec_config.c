@@ -134,9 +134,11 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    ucs_offsetof(ucp_proto_spec_config_t, idle_copy), UCS_CONFIG_TYPE_BOOL},
 
   {"IDLE_COPY_DELAY", "2us",
-   "How long an offered copy waits before the sender claims it (put): a\n"
-   "receiver in UCP claims its own at once, so when both sides wait each gets\n"
-   "its own data in parallel. The receiver never waits to claim (get).",
+   "How long an offered copy waits before the sender claims it (put), counted\n"
+   "from the offer or from the end of the copies this process claimed before\n"
+   "(estimated from the lane's bandwidth), whichever is later: a receiver in\n"
+   "UCP claims its own at once, so when both sides wait each gets its own data\n"
+   "in parallel. The receiver never waits to claim (get).",
    ucs_offsetof(ucp_proto_spec_config_t, idle_copy_delay), UCS_CONFIG_TYPE_TIME},
 
   {"ADAPT_THRESH", "0.8",

@@ -339,6 +339,7 @@ typedef struct ucp_proto_spec_worker {
         ucs_list_link_t       offers;     /* ucp_proto_spec_offer_t */
         uct_worker_cb_id_t    cb_id;
         ucs_time_t            delay;      /* UCX_SPEC_IDLE_COPY_DELAY */
+        ucs_time_t            busy_until; /* the copies we claimed end */
     } claim;
     UCS_STATS_NODE_DECLARE(stats)
 } ucp_proto_spec_worker_t;

@@ -995,6 +995,49 @@ static void test_early_pass_takes_rtr(void **state)
     }
 }
 
+/* An exchange (both send, then both receive): the side in UCP first claims
+ * its own copy and leaves the peer's, which it would put, while its own
+ * copy keeps it busy (UCX_SPEC_IDLE_COPY_DELAY is 0 here), so that each
+ * gets its own data, in parallel, instead of one copying both ways while
+ * the other waits */
+static void test_idle_exchange(void **state)
+{
+    fx_t *fx = *state;
+    req_t *sr[2], rr[2];
+    void *rreq[2];
+    unsigned i;
+
+    sr[0] = post_send(fx, &fx->s, 1, BIG, 0); /* RTS to r */
+    sr[1] = post_send(fx, &fx->r, 2, BIG, 0); /* RTS to s */
+    progress(&fx->s, 10);
+    progress(&fx->r, 10);
+    rreq[0] = post_recv(fx, 1, BIG, MASK_FULL, &rr[0]); /* OFFER to s */
+    rreq[1] = post_recv_side(fx, &fx->s, 2, BIG, MASK_FULL, &rr[1]);
+    assert_int_equal(R_DELTA(fx, copy_offered), 1);
+    assert_int_equal(S_DELTA(fx, copy_offered), 1);
+
+    /* s first: both offers are there for its pass, r's as a put */
+    progress(&fx->s, 1);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    assert_int_equal(S_DELTA(fx, copy_lost), 0);
+    progress(&fx->r, 1);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
+
+    for (i = 0; i < 2; ++i) {
+        wait_both(fx, &rr[i]);
+        wait_both(fx, sr[i]);
+    }
+    check_data(fx, 1, 1, BIG, BIG);
+    check_data(fx, 2, 2, BIG, BIG);
+    assert_int_equal(S_DELTA(fx, copy_claimed), 1);
+    assert_int_equal(R_DELTA(fx, copy_claimed), 1);
+    assert_int_equal(S_DELTA(fx, copy_lost), 1);
+    assert_int_equal(R_DELTA(fx, copy_lost), 1);
+    for (i = 0; i < 2; ++i) {
+        ucp_request_free(rreq[i]);
+    }
+}
+
 /* The early progress pass of a later post is not idle: it claims nothing */
 static void test_idle_not_in_early_pass(void **state)
 {
@@ -1133,6 +1176,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_idle_rts_receiver_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_loopback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_exchange, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_pass_takes_rtr, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
