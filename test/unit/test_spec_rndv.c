@@ -995,6 +995,27 @@ static void test_early_pass_takes_rtr(void **state)
     }
 }
 
+/* The lanes priced at 4 MB/s: a claimed copy of BIG bytes keeps its
+ * process busy for 16 ms by UCX's estimate, longer than any progress call
+ * here takes, even under valgrind */
+static const char *slow_bw_vars[] = {"UCX_CMA_BW", "UCX_POSIX_BW",
+                                     "UCX_SPECRDV_BW"};
+
+static int setup_slow_bw(void **state)
+{
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < 3; ++i) {
+        setenv(slow_bw_vars[i], "4MBs", 1);
+    }
+    ret = setup(state);
+    for (i = 0; i < 3; ++i) {
+        unsetenv(slow_bw_vars[i]);
+    }
+    return ret;
+}
+
 /* An exchange (both send, then both receive): the side in UCP first claims
  * its own copy and leaves the peer's, which it would put, while its own
  * copy keeps it busy (UCX_SPEC_IDLE_COPY_DELAY is 0 here), so that each
@@ -1006,6 +1027,7 @@ static void test_idle_exchange(void **state)
     req_t *sr[2], rr[2];
     void *rreq[2];
     unsigned i;
+    int spin;
 
     sr[0] = post_send(fx, &fx->s, 1, BIG, 0); /* RTS to r */
     sr[1] = post_send(fx, &fx->r, 2, BIG, 0); /* RTS to s */
@@ -1029,6 +1051,15 @@ static void test_idle_exchange(void **state)
     }
     check_data(fx, 1, 1, BIG, BIG);
     check_data(fx, 2, 2, BIG, BIG);
+
+    /* each tries the other's copy once its own is done by the estimate,
+     * and loses */
+    for (spin = 0; ((S_DELTA(fx, copy_lost) == 0) ||
+                    (R_DELTA(fx, copy_lost) == 0)) && (spin < 100 * SPIN_MAX);
+         ++spin) {
+        ucp_worker_progress(fx->s.worker);
+        ucp_worker_progress(fx->r.worker);
+    }
     assert_int_equal(S_DELTA(fx, copy_claimed), 1);
     assert_int_equal(R_DELTA(fx, copy_claimed), 1);
     assert_int_equal(S_DELTA(fx, copy_lost), 1);
@@ -1176,7 +1207,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_idle_rts_receiver_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_loopback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_idle_exchange, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_exchange, setup_slow_bw, teardown),
         cmocka_unit_test_setup_teardown(test_early_pass_takes_rtr, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
