@@ -67,7 +67,6 @@ typedef struct {
     ucp_request_t     *rreq;    /* get: the receive and the carrier whose */
     ucp_request_t     *carrier; /* id an ATP would name; NULL: put */
     ucs_time_t        time;     /* pushed */
-    size_t            size;     /* bytes to copy */
     size_t            length;
     uint8_t           data[];   /* put: RTR header + key; get: RTS + key */
 } ucp_proto_spec_offer_t;
@@ -270,7 +269,7 @@ static ucs_status_t
 ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                          const ucp_proto_spec_claim_ref_t *ref, int own,
                          ucp_request_t *rreq, ucp_request_t *carrier,
-                         size_t size, const void *hdr, size_t hdr_length,
+                         const void *hdr, size_t hdr_length,
                          const void *rkey, size_t rkey_length)
 {
     ucp_proto_spec_offer_t *offer;
@@ -298,7 +297,6 @@ ucp_proto_spec_offer_add(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     offer->rreq    = rreq;
     offer->carrier = carrier;
     offer->time    = ucs_get_time();
-    offer->size    = size;
     offer->length  = hdr_length + rkey_length;
     memcpy(offer->data, hdr, hdr_length);
     memcpy(offer->data + hdr_length, rkey, rkey_length);
@@ -316,8 +314,8 @@ ucs_status_t ucp_proto_spec_offer_put(ucp_proto_spec_worker_t *spec,
                                       int own, const ucp_rndv_rtr_hdr_t *rtr,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, own, NULL, NULL, rtr->size,
-                                    rtr, sizeof(*rtr), rkey, rkey_length);
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, NULL, NULL, rtr,
+                                    sizeof(*rtr), rkey, rkey_length);
 }
 
 ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
@@ -328,9 +326,8 @@ ucs_status_t ucp_proto_spec_offer_get(ucp_proto_spec_worker_t *spec,
                                       const ucp_rndv_rts_hdr_t *rts,
                                       const void *rkey, size_t rkey_length)
 {
-    return ucp_proto_spec_offer_add(spec, ep, ref, own, rreq, carrier,
-                                    rts->size, rts, sizeof(*rts), rkey,
-                                    rkey_length);
+    return ucp_proto_spec_offer_add(spec, ep, ref, own, rreq, carrier, rts,
+                                    sizeof(*rts), rkey, rkey_length);
 }
 
 /* Claimed: no copy was made, so the requests are alive; copy as UCX would */
@@ -370,6 +367,9 @@ static void ucp_proto_spec_claim_busy(ucp_proto_spec_worker_t *spec,
 {
     ucp_worker_h worker = spec->worker;
     ucp_lane_index_t lane = ucp_ep_config(offer->ep)->key.rma_bw_lanes[0];
+    size_t size           = (offer->carrier != NULL) ?
+                            ((const ucp_rndv_rts_hdr_t*)offer->data)->size :
+                            ((const ucp_rndv_rtr_hdr_t*)offer->data)->size;
     double bandwidth;
 
     if (lane == UCP_NULL_LANE) {
@@ -382,7 +382,7 @@ static void ucp_proto_spec_claim_busy(ucp_proto_spec_worker_t *spec,
                                                                 lane))->bandwidth);
     if (bandwidth > 0) {
         spec->claim.busy_until = ucs_max(now, spec->claim.busy_until) +
-                                 ucs_time_from_sec(offer->size / bandwidth);
+                                 ucs_time_from_sec(size / bandwidth);
     }
 }
 

@@ -1006,11 +1006,11 @@ static int setup_slow_bw(void **state)
     unsigned i;
     int ret;
 
-    for (i = 0; i < 3; ++i) {
+    for (i = 0; i < ucs_static_array_size(slow_bw_vars); ++i) {
         setenv(slow_bw_vars[i], "4MBs", 1);
     }
     ret = setup(state);
-    for (i = 0; i < 3; ++i) {
+    for (i = 0; i < ucs_static_array_size(slow_bw_vars); ++i) {
         unsetenv(slow_bw_vars[i]);
     }
     return ret;
