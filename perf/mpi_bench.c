@@ -22,8 +22,8 @@
  *        MPI_Wait (Open MPI's blocking send asks UCP for fast completion,
  *        which changes UCP v2's choice of protocol)
  *
- * Before any timing each rank receives every size once unexpectedly
- * (bench_warm.h: UCX's one-time cost of a first unexpected message).  Every
+ * Before any timing each rank receives every size once unexpectedly and
+ * once with its receive posted first (bench_warm.h: one-time costs).  Every
  * size then gets a few untimed iterations, and as many timed ones as fit in
  * a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
  * MIN_ITERS.  The buffers are filled with a
@@ -329,7 +329,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
-    bench_warm_unexpected(sbuf, rbuf, sizes, num_sizes);
+    bench_warm(sbuf, rbuf, sizes, num_sizes);
     for (i = 0; i < num_sizes; ++i) {
         if (is_spectrum) {
             /* back to back: each size packs its buffers tightly */
