@@ -343,7 +343,7 @@ $(BUILD_DIR)/test/perf/barrier_bench.%: $(REPO)/perf/barrier_bench.c
 	mpicc.$* -O2 -Wall -Werror -o $@ $<
 
 MPI_BENCH = $(BUILD_DIR)/test/perf/mpi_bench
-$(MPI_BENCH): $(REPO)/perf/mpi_bench.c
+$(MPI_BENCH): $(REPO)/perf/mpi_bench.c $(REPO)/perf/bench_warm.h
 	@mkdir -p $(@D)
 	mpicc.openmpi -O2 -Wall -Werror -o $@ $<
 POLL_COST = $(BUILD_DIR)/test/perf/poll_cost
