@@ -112,7 +112,9 @@ ucs_config_field_t ucp_proto_spec_config_table[] = {
    "One progress pass when a receive or send predicted to be rendezvous is\n"
    "posted, so that an RTS or RTR that already arrived is found at once. Never\n"
    "from inside a callback; only in builds with assertions (Debian's), where\n"
-   "UCP keeps the state that tells.",
+   "UCP keeps the state that tells. An RTS it finds is held as one that came\n"
+   "before its receive: a worker's first such message grows UCP's pool for\n"
+   "them once (about 1 ms), where stock UCX may never hold one.",
    ucs_offsetof(ucp_proto_spec_config_t, early_progress), UCS_CONFIG_TYPE_BOOL},
 
   {"SHM_BALANCE", "y",
