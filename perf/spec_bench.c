@@ -27,6 +27,13 @@
 
 #define TAG_DATA 1
 #define TAG_GO   2
+#define NUM(_a)  (sizeof(_a) / sizeof((_a)[0]))
+
+/* The sizes each mode times, and warms before timing */
+static const size_t overlap_sizes[]  = {65536, 262144, 1048576, 4194304};
+static const size_t progress_sizes[] = {1048576};
+static const size_t exchange_sizes[] = {131072, 1048576};
+static const size_t crossing_sizes[] = {1024, 8192, 65536, 1048576};
 
 static int rank, peer;
 static int quick;
@@ -147,14 +154,14 @@ static void row(const char *test, size_t size, double value, const char *unit)
 /* Overlap (OSU's formula): d >= t_comm, overlap = 1 - (t_total - d) / t_comm */
 static void bench_overlap(void)
 {
-    static const size_t sizes[] = {65536, 262144, 1048576, 4194304};
+    const size_t *sizes = overlap_sizes;
     int iters = quick ? 10 : 30, side, scen, i;
     char name[64];
     double tc, tt, d, ov;
 
     for (side = 1; side >= 0; --side) {
         for (scen = 1; scen >= 0; --scen) {
-            for (i = 0; i < 4; ++i) {
+            for (i = 0; i < NUM(overlap_sizes); ++i) {
                 if (quick && (sizes[i] != 1048576)) {
                     continue;
                 }
@@ -179,7 +186,7 @@ static void bench_overlap(void)
 static void bench_progress(void)
 {
     static const double factors[] = {0.5, 1, 2, 4};
-    const size_t len = 1048576;
+    const size_t len = progress_sizes[0];
     int iters = quick ? 10 : 30, f, i;
     double tc, d, tw, *wv = malloc(iters * sizeof(double)), inplace;
     MPI_Request req;
@@ -283,12 +290,12 @@ static double ref_tcomm(size_t size, double measured)
 static void bench_exchange(void)
 {
     static const double ratios[] = {0.1, 0.25, 0.5, 1, 2, 4};
-    static const size_t sizes[]  = {131072, 1048576};
+    const size_t *sizes = exchange_sizes;
     int iters = quick ? 20 : 100, model, s, r;
     char name[64];
     double tc;
 
-    for (s = 0; s < 2; ++s) {
+    for (s = 0; s < NUM(exchange_sizes); ++s) {
         tc = exchange(1, sizes[s], 0, iters);
         row("exchange_t_comm", sizes[s], tc * 1e6, "usec");
         /* every variant must compute the same: take the reference t_comm */
@@ -309,13 +316,13 @@ static void bench_exchange(void)
  * the peer's RTS (or eager message) on the way */
 static void bench_crossing(void)
 {
-    static const size_t sizes[] = {1024, 8192, 65536, 1048576};
+    const size_t *sizes = crossing_sizes;
     int iters = quick ? 200 : 2000, s, i;
     MPI_Status status[2];
     MPI_Request req[2];
     double t0;
 
-    for (s = 0; s < 4; ++s) {
+    for (s = 0; s < NUM(crossing_sizes); ++s) {
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = now();
         for (i = 0; i < iters; ++i) {
@@ -331,11 +338,21 @@ static void bench_crossing(void)
     }
 }
 
+static const struct {
+    const char   *name;
+    void         (*run)(void);
+    const size_t *sizes;
+    unsigned     num_sizes;
+} modes[] = {
+    {"overlap",  bench_overlap,  overlap_sizes,  NUM(overlap_sizes)},
+    {"progress", bench_progress, progress_sizes, NUM(progress_sizes)},
+    {"exchange", bench_exchange, exchange_sizes, NUM(exchange_sizes)},
+    {"crossing", bench_crossing, crossing_sizes, NUM(crossing_sizes)}
+};
+
 int main(int argc, char **argv)
 {
-    /* every size a mode times */
-    static const size_t warm_sizes[] = {1024, 8192, 65536, 131072, 262144,
-                                        1048576, 4194304};
+    unsigned m;
     int size;
 
     MPI_Init(&argc, &argv);
@@ -357,16 +374,11 @@ int main(int argc, char **argv)
     memset(sbuf, 0x5a, 4 << 20);
     memset(rbuf, 0, 4 << 20);
 
-    bench_warm(sbuf, rbuf, warm_sizes,
-               sizeof(warm_sizes) / sizeof(warm_sizes[0]));
-    if (!strcmp(argv[1], "overlap")) {
-        bench_overlap();
-    } else if (!strcmp(argv[1], "progress")) {
-        bench_progress();
-    } else if (!strcmp(argv[1], "exchange")) {
-        bench_exchange();
-    } else if (!strcmp(argv[1], "crossing")) {
-        bench_crossing();
+    for (m = 0; (m < NUM(modes)) && strcmp(argv[1], modes[m].name); ++m) {
+    }
+    if (m < NUM(modes)) {
+        bench_warm(sbuf, rbuf, modes[m].sizes, modes[m].num_sizes);
+        modes[m].run();
     } else if (rank == 0) {
         fprintf(stderr, "spec_bench: unknown mode %s\n", argv[1]);
     }
