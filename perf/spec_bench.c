@@ -10,7 +10,8 @@
  * For the exchange models it is a ratio of the stock t_comm, which
  * perf/bench-spec measures first and passes in SPEC_BENCH_TCOMM.  Before
  * any timing each rank receives every size of the mode once unexpectedly
- * and once with its receive posted first (bench_warm.h).
+ * and once with its receive posted first (bench_warm.h).  The exchange and
+ * crossing loops run for about LOOP_SEC each, however short an iteration.
  *
  * usage: spec_bench overlap|progress|exchange|crossing [quick]
  */
@@ -39,6 +40,11 @@ static int rank, peer;
 static int quick;
 static uint8_t *sbuf, *rbuf;
 
+/* Both ranks on this machine stall together for 0.1-0.2 ms every few ms,
+ * stock UCX alike; in a loop of a few ms one stall more or less moves the
+ * mean by several percent, in 0.1 s by a fraction of one */
+#define LOOP_SEC 0.1
+
 static double now(void)
 {
     struct timespec ts;
@@ -65,6 +71,15 @@ static double median(double *v, int n)
 {
     qsort(v, n, sizeof(*v), cmp_double);
     return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Iterations of a loop whose iteration takes about per_iter seconds, the
+ * same on both ranks for the same per_iter: at least min, in quick mode min */
+static int loop_iters(double per_iter, int min)
+{
+    double n = LOOP_SEC / per_iter;
+
+    return (quick || (n < min)) ? min : (n > 1e6) ? 1000000 : (int)n;
 }
 
 static void go_send(void)
@@ -297,6 +312,7 @@ static void bench_exchange(void)
 
     for (s = 0; s < NUM(exchange_sizes); ++s) {
         tc = exchange(1, sizes[s], 0, iters);
+        tc = exchange(1, sizes[s], 0, loop_iters(tc, iters));
         row("exchange_t_comm", sizes[s], tc * 1e6, "usec");
         /* every variant must compute the same: take the reference t_comm */
         tc = ref_tcomm(sizes[s], tc);
@@ -305,7 +321,8 @@ static void bench_exchange(void)
                 snprintf(name, sizeof(name), "exchange_m%d_r%.2f", model,
                          ratios[r]);
                 row(name, sizes[s],
-                    exchange(model, sizes[s], ratios[r] * tc, iters) * 1e6,
+                    exchange(model, sizes[s], ratios[r] * tc,
+                             loop_iters((1 + ratios[r]) * tc, iters)) * 1e6,
                     "usec");
             }
         }
@@ -314,27 +331,35 @@ static void bench_exchange(void)
 
 /* Fig. 19: both ranks post a receive and a send at once, so every RTR meets
  * the peer's RTS (or eager message) on the way */
-static void bench_crossing(void)
+static double crossing(size_t len, int iters)
 {
-    const size_t *sizes = crossing_sizes;
-    int iters = quick ? 200 : 2000, s, i;
     MPI_Status status[2];
     MPI_Request req[2];
     double t0;
+    int i;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now();
+    for (i = 0; i < iters; ++i) {
+        MPI_Irecv(rbuf, len, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[0]);
+        MPI_Isend(sbuf, len, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[1]);
+        MPI_Waitall(2, req, status);
+    }
+    t0 = (now() - t0) / iters;
+    MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return t0;
+}
+
+static void bench_crossing(void)
+{
+    const size_t *sizes = crossing_sizes;
+    int iters = quick ? 200 : 2000, s;
+    double t;
 
     for (s = 0; s < NUM(crossing_sizes); ++s) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now();
-        for (i = 0; i < iters; ++i) {
-            MPI_Irecv(rbuf, sizes[s], MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
-                      &req[0]);
-            MPI_Isend(sbuf, sizes[s], MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
-                      &req[1]);
-            MPI_Waitall(2, req, status);
-        }
-        t0 = (now() - t0) / iters;
-        MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        row("crossing_latency", sizes[s], t0 * 1e6, "usec");
+        t = crossing(sizes[s], iters);
+        t = crossing(sizes[s], loop_iters(t, iters));
+        row("crossing_latency", sizes[s], t * 1e6, "usec");
     }
 }
 
