@@ -306,13 +306,13 @@ static void bench_exchange(void)
 {
     static const double ratios[] = {0.1, 0.25, 0.5, 1, 2, 4};
     const size_t *sizes = exchange_sizes;
-    int iters = quick ? 20 : 100, model, s, r;
+    int min_iters = quick ? 20 : 100, model, s, r;
     char name[64];
     double tc;
 
     for (s = 0; s < NUM(exchange_sizes); ++s) {
-        tc = exchange(1, sizes[s], 0, iters);
-        tc = exchange(1, sizes[s], 0, loop_iters(tc, iters));
+        tc = exchange(1, sizes[s], 0, min_iters);
+        tc = exchange(1, sizes[s], 0, loop_iters(tc, min_iters));
         row("exchange_t_comm", sizes[s], tc * 1e6, "usec");
         /* every variant must compute the same: take the reference t_comm */
         tc = ref_tcomm(sizes[s], tc);
@@ -322,7 +322,7 @@ static void bench_exchange(void)
                          ratios[r]);
                 row(name, sizes[s],
                     exchange(model, sizes[s], ratios[r] * tc,
-                             loop_iters((1 + ratios[r]) * tc, iters)) * 1e6,
+                             loop_iters((1 + ratios[r]) * tc, min_iters)) * 1e6,
                     "usec");
             }
         }
@@ -353,12 +353,12 @@ static double crossing(size_t len, int iters)
 static void bench_crossing(void)
 {
     const size_t *sizes = crossing_sizes;
-    int iters = quick ? 200 : 2000, s;
+    int min_iters = quick ? 200 : 2000, s;
     double t;
 
     for (s = 0; s < NUM(crossing_sizes); ++s) {
-        t = crossing(sizes[s], iters);
-        t = crossing(sizes[s], loop_iters(t, iters));
+        t = crossing(sizes[s], min_iters);
+        t = crossing(sizes[s], loop_iters(t, min_iters));
         row("crossing_latency", sizes[s], t * 1e6, "usec");
     }
 }
