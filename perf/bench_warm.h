@@ -21,9 +21,56 @@
 #define UCX_SPEC_BENCH_WARM_H_
 
 #include <mpi.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define BENCH_WARM_TAG 3 /* no envelope of a timed loop */
+
+/*
+ * This machine is a virtual machine in which a process's first access to a
+ * page costs a hypervisor exit twice over: once from the process itself
+ * (12.8 us a page) and once more from the kernel on its behalf (6.9 us a
+ * page, after the process wrote it; 64 MB written twice and then read into
+ * from /dev/zero twice: 206-210, 3.0-3.2, 113-114 and 3.2 ms).  A CMA get
+ * writes the receiver's buffer through the receiver's kernel; a put from
+ * its peer does not.  So a page first reaches the kernel wherever the
+ * receiver first copies into it, and when that is depends on who copies:
+ * in a window of 64 receives of 256 KB it cost stock UCX one slow first
+ * window (0.4-0.7 GB/s) and speculation about 20 slower ones, as the
+ * receiver got each buffer for the first time.  Every buffer is therefore
+ * written by the program and then by the kernel before any timing, as the
+ * pages of a buffer used before are on any machine.  MPI_BENCH_COLD_PAGES=1
+ * leaves them alone.
+ */
+static void bench_warm_pages(void *buf, size_t length)
+{
+    size_t done = 0;
+    ssize_t ret;
+    int fd;
+
+    if ((getenv("MPI_BENCH_COLD_PAGES") != NULL) &&
+        !strcmp(getenv("MPI_BENCH_COLD_PAGES"), "1")) {
+        return;
+    }
+
+    memset(buf, 0, length);
+    fd = open("/dev/zero", O_RDONLY);
+    if (fd < 0) {
+        return;
+    }
+
+    while (done < length) {
+        ret = read(fd, (char*)buf + done, length - done);
+        if (ret <= 0) {
+            break;
+        }
+        done += (size_t)ret;
+    }
+    close(fd);
+}
 
 /* Two ranks: each receives each size once after its peer sent it, then
  * once with its receive posted before its peer sends */

@@ -22,7 +22,8 @@
  *        MPI_Wait (Open MPI's blocking send asks UCP for fast completion,
  *        which changes UCP v2's choice of protocol)
  *
- * Before any timing each rank receives every size once unexpectedly and
+ * Before any timing every buffer's pages are written by the program and
+ * by the kernel, and each rank receives every size once unexpectedly and
  * once with its receive posted first (bench_warm.h: one-time costs).  Every
  * size then gets a few untimed iterations, and as many timed ones as fit in
  * a byte budget (MPI_BENCH_BYTES, default 64 MB), at least
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
     unsigned num_sizes = 0, window = DEFAULT_WINDOW, i;
     int rank, nranks, is_lat, is_once, is_fresh, is_spectrum, page_separated;
     long page = sysconf(_SC_PAGESIZE);
-    size_t stride = 0;
+    size_t stride = 0, sbuf_length, rbuf_length;
     MPI_Request *reqs;
     uint8_t *sbuf, *rbuf;
     char *list, *tok;
@@ -315,20 +316,26 @@ int main(int argc, char **argv)
                                   max_size;
     }
     if (!is_spectrum) {
-        sbuf = malloc((max_size ? max_size : 1) +
-                      (is_once ? (size_t)ONCE_STEP * ONCE_ADDRS : 0));
-    } else if (posix_memalign((void**)&sbuf, page,
-                              (stride ? stride : 1) * window) != 0) {
-        sbuf = NULL;
+        sbuf_length = (max_size ? max_size : 1) +
+                      (is_once ? (size_t)ONCE_STEP * ONCE_ADDRS : 0);
+        sbuf        = malloc(sbuf_length);
+    } else {
+        sbuf_length = (stride ? stride : 1) * window;
+        if (posix_memalign((void**)&sbuf, page, sbuf_length) != 0) {
+            sbuf = NULL;
+        }
     }
-    rbuf = malloc((max_size ? max_size : 1) * ((is_lat || is_spectrum) ? 1 :
-                                               window));
-    reqs = calloc(window, sizeof(*reqs));
+    rbuf_length = (max_size ? max_size : 1) *
+                  ((is_lat || is_spectrum) ? 1 : window);
+    rbuf        = malloc(rbuf_length);
+    reqs        = calloc(window, sizeof(*reqs));
     if ((sbuf == NULL) || (rbuf == NULL) || (reqs == NULL)) {
         fprintf(stderr, "mpi_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
+    bench_warm_pages(sbuf, sbuf_length);
+    bench_warm_pages(rbuf, rbuf_length);
     bench_warm(sbuf, rbuf, sizes, num_sizes);
     for (i = 0; i < num_sizes; ++i) {
         if (is_spectrum) {

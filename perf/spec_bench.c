@@ -396,6 +396,8 @@ int main(int argc, char **argv)
     quick = (argc > 2) && !strcmp(argv[2], "quick");
     sbuf  = malloc(4 << 20);
     rbuf  = malloc(4 << 20);
+    bench_warm_pages(sbuf, 4 << 20);
+    bench_warm_pages(rbuf, 4 << 20);
     memset(sbuf, 0x5a, 4 << 20);
     memset(rbuf, 0, 4 << 20);
 
