@@ -22,6 +22,28 @@
 #include <inttypes.h>
 
 
+static void ucp_proto_spec_env_bit_add(ucp_proto_spec_worker_t *spec,
+                                       uint64_t *filter, unsigned *bits,
+                                       ucp_tag_t tag)
+{
+    unsigned bit = ucp_proto_spec_env_bit(&spec->head, tag);
+
+    ++bits[bit];
+    *filter |= UCS_BIT(bit);
+}
+
+static void ucp_proto_spec_env_bit_del(ucp_proto_spec_worker_t *spec,
+                                       uint64_t *filter, unsigned *bits,
+                                       ucp_tag_t tag)
+{
+    unsigned bit = ucp_proto_spec_env_bit(&spec->head, tag);
+
+    ucs_assert(bits[bit] > 0);
+    if (--bits[bit] == 0) {
+        *filter &= ~UCS_BIT(bit);
+    }
+}
+
 void ucp_proto_spec_tx_env_remove(ucp_proto_spec_worker_t *spec,
                                   ucp_proto_spec_tx_env_t *env)
 {
@@ -34,6 +56,8 @@ void ucp_proto_spec_tx_env_remove(ucp_proto_spec_worker_t *spec,
     kh_del(ucp_proto_spec_tx, &spec->tx, iter);
     ucs_list_del(&env->lru);
     --spec->head.tx_count;
+    ucp_proto_spec_env_bit_del(spec, &spec->head.tx_filter, spec->tx_bits,
+                               env->tag);
     ucs_free(env);
 }
 
@@ -41,7 +65,7 @@ ucp_proto_spec_tx_env_t *
 ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
                           ucp_tag_t tag, int create)
 {
-    ucp_proto_spec_tx_key_t key = {ep, tag & spec->env_mask};
+    ucp_proto_spec_tx_key_t key = {ep, tag & spec->head.env_mask};
     ucp_proto_spec_tx_env_t *env;
     khiter_t iter;
     int ret;
@@ -94,6 +118,8 @@ ucp_proto_spec_tx_env_get(ucp_proto_spec_worker_t *spec, ucp_ep_h ep,
     ucs_list_add_head(&spec->tx_lru, &env->lru);
     kh_val(&spec->tx, iter) = env;
     ++spec->head.tx_count;
+    ucp_proto_spec_env_bit_add(spec, &spec->head.tx_filter, spec->tx_bits,
+                               env->tag);
     return env;
 }
 
@@ -145,6 +171,8 @@ static void ucp_proto_spec_rx_env_free(ucp_proto_spec_worker_t *spec,
     kh_del(ucp_proto_spec_rx, &spec->rx, iter);
     ucs_list_del(&env->lru);
     --spec->head.rx_count;
+    ucp_proto_spec_env_bit_del(spec, &spec->head.rx_filter, spec->rx_bits,
+                               env->tag);
     ucs_free(env);
 }
 
@@ -157,7 +185,7 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
     khiter_t iter;
     int ret;
 
-    tag &= spec->env_mask;
+    tag &= spec->head.env_mask;
     /* every tag receive and every arrival comes here */
     if (!ucs_list_is_empty(&spec->rx_lru)) {
         env = ucs_list_head(&spec->rx_lru, ucp_proto_spec_rx_env_t, lru);
@@ -214,6 +242,8 @@ ucp_proto_spec_rx_env_get(ucp_proto_spec_worker_t *spec, ucp_tag_t tag,
     ucs_list_add_head(&spec->rx_lru, &env->lru);
     kh_val(&spec->rx, iter) = env;
     ++spec->head.rx_count;
+    ucp_proto_spec_env_bit_add(spec, &spec->head.rx_filter, spec->rx_bits,
+                               env->tag);
     return env;
 }
 

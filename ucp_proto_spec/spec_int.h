@@ -319,8 +319,9 @@ typedef struct ucp_proto_spec_worker {
     ucp_proto_spec_worker_head_t head;    /* first: the inline hooks read it */
     ucp_worker_h              worker;
     ucp_proto_spec_config_t   config;
-    uint64_t                  env_mask;   /* tag bits that name an envelope */
     uint64_t                  next_epoch;
+    unsigned                  tx_bits[64]; /* envelopes behind each bit of */
+    unsigned                  rx_bits[64]; /* head.tx_filter, rx_filter */
     khash_t(ucp_proto_spec_tx) tx;
     khash_t(ucp_proto_spec_rx) rx;
     khash_t(ucp_proto_spec_peer) peers;   /* see spec_send.c, decline */

@@ -59,7 +59,7 @@ static void ucp_proto_spec_rtr_state(ucp_proto_spec_rreq_t *sr,
 static int ucp_proto_spec_specific(const ucp_proto_spec_worker_t *spec,
                                    ucp_tag_t tag_mask)
 {
-    return (tag_mask & spec->env_mask) == spec->env_mask;
+    return (tag_mask & spec->head.env_mask) == spec->head.env_mask;
 }
 
 /* Would a sender use rendezvous for this length (§3.2.1 prediction)?  On
@@ -158,7 +158,7 @@ static int ucp_proto_spec_count_ahead(ucp_proto_spec_worker_t *spec,
         ucs_queue_for_each(req, &queues[i]->queue, recv.queue) {
             if ((req == rreq) ||
                 (((req->recv.tag.tag ^ env->tag) & req->recv.tag.tag_mask &
-                  spec->env_mask) != 0)) {
+                  spec->head.env_mask) != 0)) {
                 continue;
             }
 

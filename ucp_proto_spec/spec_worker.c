@@ -146,7 +146,7 @@ void ucp_proto_spec_worker_init(ucp_worker_h worker)
 
     spec->worker     = worker;
     spec->v2         = context->config.ext.proto_enable;
-    spec->env_mask   = ~spec->config.ignore_mask;
+    spec->head.env_mask   = ~spec->config.ignore_mask;
     spec->next_epoch = ucs_generate_uuid((uintptr_t)worker);
     kh_init_inplace(ucp_proto_spec_tx, &spec->tx);
     kh_init_inplace(ucp_proto_spec_rx, &spec->rx);

@@ -100,6 +100,9 @@ typedef struct ucp_proto_spec_worker_head {
     unsigned      tx_count; /* send envelopes counted, from a rendezvous send
                                on */
     unsigned      rx_count; /* receive envelopes learned from an RTS */
+    uint64_t      env_mask; /* tag bits that name an envelope */
+    uint64_t      tx_filter; /* a bit of every send and receive envelope */
+    uint64_t      rx_filter; /* known: ucp_proto_spec_env_bit() */
     ucp_request_t *cur_send; /* UCP v2: the send ucp_tag_send_nbx posts */
 } ucp_proto_spec_worker_head_t;
 
@@ -107,6 +110,32 @@ static UCS_F_ALWAYS_INLINE ucp_proto_spec_worker_head_t *
 ucp_proto_spec_head(ucp_worker_h worker)
 {
     return (ucp_proto_spec_worker_head_t*)worker->spec;
+}
+
+/* A tag's bit in the filters: a hook whose tag's bit is clear knows that no
+ * envelope of the tag is known, and returns before any table lookup.  Once
+ * one rendezvous taught the worker an envelope, every message on every other
+ * tag would otherwise pay them: three lookups a receive, two a send. */
+static UCS_F_ALWAYS_INLINE unsigned
+ucp_proto_spec_env_bit(const ucp_proto_spec_worker_head_t *head, ucp_tag_t tag)
+{
+    return ((tag & head->env_mask) * 0x9e3779b97f4a7c15ull) >> 58;
+}
+
+static UCS_F_ALWAYS_INLINE int
+ucp_proto_spec_rx_known(ucp_worker_h worker, ucp_tag_t tag)
+{
+    ucp_proto_spec_worker_head_t *head = ucp_proto_spec_head(worker);
+
+    return (head->rx_filter >> ucp_proto_spec_env_bit(head, tag)) & 1;
+}
+
+static UCS_F_ALWAYS_INLINE int
+ucp_proto_spec_tx_known(ucp_worker_h worker, ucp_tag_t tag)
+{
+    ucp_proto_spec_worker_head_t *head = ucp_proto_spec_head(worker);
+
+    return (head->tx_filter >> ucp_proto_spec_env_bit(head, tag)) & 1;
 }
 
 void ucp_proto_spec_recv_begin_slow(ucp_worker_h worker, size_t count,
@@ -125,7 +154,7 @@ ucp_proto_spec_recv_begin(ucp_worker_h worker, size_t count,
                           const ucp_request_param_t *param, ucp_tag_t tag,
                           ucp_tag_t tag_mask)
 {
-    if ((worker->spec != NULL) && (ucp_proto_spec_head(worker)->rx_count != 0)) {
+    if ((worker->spec != NULL) && ucp_proto_spec_rx_known(worker, tag)) {
         ucp_proto_spec_recv_begin_slow(worker, count, param, tag, tag_mask);
     }
 }
@@ -136,7 +165,8 @@ static UCS_F_ALWAYS_INLINE void
 ucp_proto_spec_recv_posted(ucp_worker_h worker, ucp_request_t *rreq)
 {
     rreq->recv.spec = NULL;
-    if ((worker->spec != NULL) && (ucp_proto_spec_head(worker)->rx_count != 0)) {
+    if ((worker->spec != NULL) &&
+        ucp_proto_spec_rx_known(worker, rreq->recv.tag.tag)) {
         ucp_proto_spec_recv_posted_slow(worker, rreq);
     }
 }
@@ -153,7 +183,7 @@ ucp_proto_spec_msg_arrived(ucp_worker_h worker, ucp_tag_t tag,
     uint32_t magic;
 
     if ((worker->spec != NULL) &&
-        ((rts != NULL) || (ucp_proto_spec_head(worker)->rx_count != 0) ||
+        ((rts != NULL) || ucp_proto_spec_rx_known(worker, tag) ||
          ((rreq != NULL) && (rreq->recv.spec != NULL)))) {
         ucp_proto_spec_msg_arrived_slow(worker, tag, rreq, rts, rts_length);
     }
@@ -202,7 +232,7 @@ ucp_proto_spec_send_begin(ucp_ep_h ep, ucp_request_t *req, size_t count,
 {
     req->send.spec_pos = 0;
     if (ep->worker->spec != NULL) {
-        if (ucp_proto_spec_head(ep->worker)->tx_count != 0) {
+        if (ucp_proto_spec_tx_known(ep->worker, req->send.msg_proto.tag)) {
             ucp_proto_spec_send_begin_slow(ep, req, count, param);
         }
         ucp_proto_spec_head(ep->worker)->cur_send = req;
@@ -224,8 +254,7 @@ ucp_proto_spec_send_done(ucp_ep_h ep, ucp_tag_t tag, ucs_status_ptr_t ret)
     }
 
     ucp_proto_spec_head(ep->worker)->cur_send = NULL;
-    if ((ucp_proto_spec_head(ep->worker)->tx_count != 0) &&
-        !UCS_PTR_IS_ERR(ret)) {
+    if (ucp_proto_spec_tx_known(ep->worker, tag) && !UCS_PTR_IS_ERR(ret)) {
         ucp_proto_spec_send_done_slow(ep, tag);
     }
 }

@@ -1178,6 +1178,110 @@ static void test_no_idle_copy(void **state)
     assert_int_equal(R_DELTA(fx, copy_offered), 0);
 }
 
+/* The envelope filters (ucp_proto_spec_env_bit): an envelope forgotten
+ * (beyond UCX_SPEC_ENV_MAX) clears its bit only when no envelope still known
+ * shares it; were it cleared, a known envelope's receive would send no RTR
+ * and its send would not count its index, so no RTR would be used. */
+#define FILTER_ENV_MAX 8
+
+static int setup_env_max(void **state)
+{
+    char value[16];
+    int ret;
+
+    snprintf(value, sizeof(value), "%u", FILTER_ENV_MAX);
+    setenv("UCX_SPEC_ENV_MAX", value, 1);
+    setenv("UCX_SPEC_TAG_IGNORE_MASK", "0x0", 1); /* every bit names */
+    ret = setup(state);
+    unsetenv("UCX_SPEC_ENV_MAX");
+    unsetenv("UCX_SPEC_TAG_IGNORE_MASK");
+    return ret;
+}
+
+/* One BIG message on @a tag, the receive posted first or last; its
+ * requests freed before return */
+static void filter_round(fx_t *fx, ucp_tag_t tag, int recv_first)
+{
+    req_t sr = {}, rr = {};
+    ucp_request_param_t sparam = req_param(&sr, 0);
+    ucp_request_param_t rparam = req_param(&rr, 1);
+    void *sreq = NULL, *rreq = NULL;
+
+    fill(fx->sbuf[0], BIG, 5);
+    memset(fx->rbuf[0], 0xee, 2 * BIG);
+    if (recv_first) {
+        rreq = ucp_tag_recv_nbx(fx->r.worker, fx->rbuf[0], BIG, tag, MASK_FULL,
+                                &rparam);
+        progress(&fx->s, 10);
+    }
+    sreq = ucp_tag_send_nbx(fx->s.ep, fx->sbuf[0], BIG, tag, &sparam);
+    assert_false(UCS_PTR_IS_ERR(sreq));
+    sr.done = (sreq == NULL);
+    if (!recv_first) {
+        progress(&fx->s, 10);
+        rreq = ucp_tag_recv_nbx(fx->r.worker, fx->rbuf[0], BIG, tag, MASK_FULL,
+                                &rparam);
+    }
+    assert_false(UCS_PTR_IS_ERR(rreq));
+    assert_non_null(rreq);
+
+    wait_both(fx, &rr);
+    wait_both(fx, &sr);
+    assert_int_equal(rr.status, UCS_OK);
+    assert_int_equal(sr.status, UCS_OK);
+    assert_int_equal(rr.info.sender_tag, tag);
+    check_data(fx, 0, 5, BIG, BIG);
+    ucp_request_free(rreq);
+    if (sreq != NULL) {
+        ucp_request_free(sreq);
+    }
+}
+
+static ucp_tag_t filter_tag(unsigned i)
+{
+    return TAG + ((ucp_tag_t)i << 16);
+}
+
+static void test_env_filter(void **state)
+{
+    fx_t *fx = *state;
+    /* the library's hash, with setup_env_max's mask (the test cannot see
+     * into a worker: UCP's structures differ with its build options) */
+    const ucp_proto_spec_worker_head_t mask = {.env_mask = UINT64_MAX};
+    const ucp_proto_spec_worker_head_t *head = &mask;
+    ucp_tag_t tags[FILTER_ENV_MAX + 1];
+    unsigned bit, i, n;
+
+    /* tags[0] is forgotten first and shares its bit with tags[1]; the rest
+     * have bits of their own */
+    tags[0] = filter_tag(1);
+    bit     = ucp_proto_spec_env_bit(head, tags[0]);
+    for (i = 2; ucp_proto_spec_env_bit(head, filter_tag(i)) != bit; ++i) {
+    }
+    tags[1] = filter_tag(i);
+    for (n = 2, i = 2; n < FILTER_ENV_MAX + 1; ++i) {
+        if (ucp_proto_spec_env_bit(head, filter_tag(i)) != bit) {
+            tags[n++] = filter_tag(i);
+        }
+    }
+
+    /* the sender first: each RTS teaches the receiver one envelope, and the
+     * last one makes both sides forget tags[0] */
+    for (i = 0; i < FILTER_ENV_MAX + 1; ++i) {
+        filter_round(fx, tags[i], 0);
+    }
+    assert_int_equal(R_DELTA(fx, rtr_sent), 0);
+
+    filter_round(fx, tags[1], 1);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+    assert_int_equal(S_DELTA(fx, rtr_used), 1);
+    assert_int_equal(R_DELTA(fx, rtr_ack_recv), 1);
+
+    /* tags[0] was forgotten indeed: its receive sends no RTR */
+    filter_round(fx, tags[0], 1);
+    assert_int_equal(R_DELTA(fx, rtr_sent), 1);
+}
+
 static int run_group(const char *transports)
 {
     const struct CMUnitTest tests[] = {
@@ -1212,6 +1316,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_idle_not_in_early_pass, setup_early, teardown),
         cmocka_unit_test_setup_teardown(test_idle_sender_delay, setup_delay, teardown),
         cmocka_unit_test_setup_teardown(test_no_idle_copy, setup_no_idle_copy, teardown),
+        cmocka_unit_test_setup_teardown(test_env_filter, setup_env_max, teardown),
     };
     size_t count = sizeof(tests) / sizeof(tests[0]);
     char name[64];
