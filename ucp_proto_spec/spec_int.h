@@ -330,6 +330,8 @@ typedef struct ucp_proto_spec_worker {
     ucp_proto_spec_counters_t cnt;
     int                       v2;         /* on UCP's v2 protocols */
     ucs_list_link_t           v2_puts;    /* spec_v2.c, put configurations */
+    size_t                    v2_rndv_start[UCP_WORKER_MAX_EP_CONFIG][2];
+                                          /* spec_v2.c; 0: not learned */
     int                       early;      /* in the early progress pass */
     struct {
         int32_t               shmid;      /* our claim page, -1 until used */

@@ -68,8 +68,25 @@ ucs_status_t ucp_proto_rndv_send_reply(ucp_worker_h worker, ucp_request_t *req,
                                        size_t rkey_length, uint8_t sg_count);
 
 
-/* The configuration v2 selects on @a ep's own protocols (no remote key) for
- * @a length bytes of the operation, if it is of protocol @a proto */
+/* The range v2 selects on @a ep's own protocols (no remote key) for
+ * @a length bytes of the operation; at length 0, the first of its ranges */
+static const ucp_proto_threshold_elem_t *
+ucp_proto_spec_v2_lookup(ucp_ep_h ep, ucp_operation_id_t op_id,
+                         uint32_t op_attr_mask, ucp_dt_class_t dt_class,
+                         const ucp_memory_info_t *mem_info, size_t length)
+{
+    ucp_proto_select_param_t sel_param;
+
+    ucp_proto_select_param_init(&sel_param, op_id, op_attr_mask, 0, dt_class,
+                                mem_info, 1);
+    return ucp_proto_select_lookup(ep->worker,
+                                   &ucp_ep_config(ep)->proto_select,
+                                   ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
+                                   &sel_param, length);
+}
+
+/* The configuration v2 selects for @a length bytes of the operation, if it
+ * is of protocol @a proto */
 static const ucp_proto_config_t *
 ucp_proto_spec_v2_select(ucp_ep_h ep, ucp_operation_id_t op_id,
                          uint32_t op_attr_mask, ucp_dt_class_t dt_class,
@@ -77,14 +94,9 @@ ucp_proto_spec_v2_select(ucp_ep_h ep, ucp_operation_id_t op_id,
                          const ucp_proto_t *proto)
 {
     const ucp_proto_threshold_elem_t *thresh;
-    ucp_proto_select_param_t sel_param;
 
-    ucp_proto_select_param_init(&sel_param, op_id, op_attr_mask, 0, dt_class,
-                                mem_info, 1);
-    thresh = ucp_proto_select_lookup(ep->worker,
-                                     &ucp_ep_config(ep)->proto_select,
-                                     ep->cfg_index, UCP_WORKER_CFG_INDEX_NULL,
-                                     &sel_param, length);
+    thresh = ucp_proto_spec_v2_lookup(ep, op_id, op_attr_mask, dt_class,
+                                      mem_info, length);
     if ((thresh == NULL) || (thresh->proto_config.proto != proto)) {
         return NULL;
     }
@@ -102,29 +114,77 @@ ucp_proto_spec_v2_rtr_config(ucp_ep_h ep, ucp_request_t *rreq, size_t length)
                                     &ucp_rndv_rtr_proto);
 }
 
-/* Whether v2 selects "tag/rndv" for a tag send of @a length from host memory
- * with @a op_attr_mask, as our side would select it (the peer's
+/* The range v2 selects for a tag send of @a length from host memory, with
+ * fast completion asked or not, as our side would select it (the peer's
  * configuration is the same but for its own devices) */
-static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, uint32_t op_attr_mask,
-                                          size_t length)
+static const ucp_proto_threshold_elem_t *
+ucp_proto_spec_v2_send_lookup(ucp_ep_h ep, unsigned fast_cmpl, size_t length)
 {
     ucp_memory_info_t mem_info = {};
 
     mem_info.type    = UCS_MEMORY_TYPE_HOST;
     mem_info.sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    return ucp_proto_spec_v2_select(ep, UCP_OP_ID_TAG_SEND, op_attr_mask,
-                                    UCP_DATATYPE_CONTIG, &mem_info, length,
-                                    &ucp_tag_rndv_proto) != NULL;
+    return ucp_proto_spec_v2_lookup(ep, UCP_OP_ID_TAG_SEND,
+                                    fast_cmpl ? UCP_OP_ATTR_FLAG_FAST_CMPL : 0,
+                                    UCP_DATATYPE_CONTIG, &mem_info, length);
+}
+
+/* The shortest such send v2 makes "tag/rndv", from its ranges in order;
+ * SIZE_MAX if none */
+static size_t ucp_proto_spec_v2_rndv_start(ucp_ep_h ep, unsigned fast_cmpl)
+{
+    const ucp_proto_threshold_elem_t *thresh;
+    size_t start;
+
+    thresh = ucp_proto_spec_v2_send_lookup(ep, fast_cmpl, 0);
+    if (thresh == NULL) {
+        return SIZE_MAX;
+    }
+
+    for (start = 0; thresh->proto_config.proto != &ucp_tag_rndv_proto;
+         ++thresh) {
+        if (thresh->max_msg_length == SIZE_MAX) {
+            return SIZE_MAX;
+        }
+        start = thresh->max_msg_length + 1;
+    }
+
+    return start;
+}
+
+/*
+ * Whether v2 selects "tag/rndv" for such a send.  A lookup of another
+ * selection key than the last one misses UCX's one-entry cache and evicts
+ * the key of UCX's own next send or RTS reply; so below the shortest length
+ * that can be "tag/rndv" on the configuration, learned once, the answer is
+ * no without a lookup: every eager message on a tag that once carried a
+ * rendezvous.
+ */
+static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, unsigned fast_cmpl,
+                                          size_t length)
+{
+    size_t *start = &ep->worker->spec->v2_rndv_start[ep->cfg_index][fast_cmpl];
+    const ucp_proto_threshold_elem_t *thresh;
+
+    if (*start == 0) {
+        *start = ucp_proto_spec_v2_rndv_start(ep, fast_cmpl);
+    }
+
+    if (length < *start) {
+        return 0;
+    }
+
+    thresh = ucp_proto_spec_v2_send_lookup(ep, fast_cmpl, length);
+    return (thresh != NULL) &&
+           (thresh->proto_config.proto == &ucp_tag_rndv_proto);
 }
 
 int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
                                         const ucp_request_param_t *param,
                                         size_t length)
 {
-    uint32_t op_attr_mask = (param->op_attr_mask &
-                             UCP_OP_ATTR_FLAG_FAST_CMPL);
-
-    return ucp_proto_spec_v2_send_is_rndv(ep, op_attr_mask, length);
+    return ucp_proto_spec_v2_send_is_rndv(
+            ep, !!(param->op_attr_mask & UCP_OP_ATTR_FLAG_FAST_CMPL), length);
 }
 
 /* A blocking MPI send asks for fast completion, for which v2 begins its
@@ -133,8 +193,7 @@ int ucp_proto_spec_v2_send_predict_rndv(ucp_ep_h ep,
 int ucp_proto_spec_v2_predict_rndv(ucp_ep_h ep, size_t length)
 {
     return ucp_proto_spec_v2_send_is_rndv(ep, 0, length) &&
-           ucp_proto_spec_v2_send_is_rndv(ep, UCP_OP_ATTR_FLAG_FAST_CMPL,
-                                          length);
+           ucp_proto_spec_v2_send_is_rndv(ep, 1, length);
 }
 
 static ucs_status_t ucp_proto_spec_v2_rtr_progress(uct_pending_req_t *self)

@@ -23,6 +23,7 @@
 
 #define TAG       0x1234000000000007ull
 #define BIG       (64 * 1024)    /* rendezvous: UCX_RNDV_THRESH is 8k */
+#define RNDV_THRESH 8192
 #define SMALL     512            /* eager */
 #define MAX_MSGS  8
 #define SPIN_MAX  1000000
@@ -1282,6 +1283,36 @@ static void test_env_filter(void **state)
     assert_int_equal(R_DELTA(fx, rtr_sent), 1);
 }
 
+/* §3.2.1's prediction at UCP's rendezvous threshold: a receive one byte
+ * short of it sends no RTR, one of its length does, each twice.  On v2 the
+ * answer below it comes from the shortest rendezvous length, learned once
+ * per endpoint configuration: a bound one byte high misses the RTRs. */
+static void test_predict_boundary(void **state)
+{
+    static const size_t lengths[] = {RNDV_THRESH - 1, RNDV_THRESH,
+                                     RNDV_THRESH - 1, RNDV_THRESH};
+    fx_t *fx = *state;
+    uint64_t rtr_sent;
+    req_t *sr, rr;
+    unsigned i;
+    void *rreq;
+
+    for (i = 0; i < ucs_static_array_size(lengths); ++i) {
+        rtr_sent = R_DELTA(fx, rtr_sent);
+        rreq     = post_recv(fx, 1, lengths[i], MASK_FULL, &rr);
+        assert_int_equal(R_DELTA(fx, rtr_sent) - rtr_sent,
+                         lengths[i] >= RNDV_THRESH);
+        progress(&fx->s, 10);
+        sr = post_send(fx, &fx->s, 1, lengths[i], 0);
+        wait_both(fx, &rr);
+        wait_both(fx, sr);
+        assert_int_equal(rr.status, UCS_OK);
+        assert_int_equal(rr.info.length, lengths[i]);
+        check_data(fx, 1, 1, lengths[i], lengths[i]);
+        ucp_request_free(rreq);
+    }
+}
+
 static int run_group(const char *transports)
 {
     const struct CMUnitTest tests[] = {
@@ -1295,6 +1326,7 @@ static int run_group(const char *transports)
         cmocka_unit_test_setup_teardown(test_fig10_rtr_late, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffer_larger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffer_smaller, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_predict_boundary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_iov_recv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_revokes, setup, teardown),
@@ -1333,7 +1365,7 @@ int main(void)
     int rc = 0;
 
     setenv("UCX_SPEC_RNDV", getenv("T_SPEC") ? getenv("T_SPEC") : "y", 1);
-    setenv("UCX_RNDV_THRESH", "8k", 1);
+    setenv("UCX_RNDV_THRESH", UCS_PP_MAKE_STRING(RNDV_THRESH), 1);
     setenv("UCX_SPEC_ADAPT_MIN_SAMPLE", "4", 1);
     setenv("UCX_SPEC_ADAPT_BACKOFF", "2", 1);
     setenv("UCX_SPEC_EARLY_PROGRESS", "n", 1); /* the test owns progress */
