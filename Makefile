@@ -36,7 +36,7 @@ CLEAN_ENV  := env $$(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\)=.*/-u \1/p')
         check-gtest check-gtest-spec check-rdma-asan \
         check-valgrind check-fuzz check-docs check-model check-mpi check-conformance \
         check-rdma check-debian13 stress-mpi rdma-progs \
-        bench bench-shm bench-mpi bench-slots bench-thresh bench-spec \
+        bench bench-shm bench-mpi bench-slots bench-thresh bench-noise bench-spec \
         bench-rdma bench-barrier bench-zcopy-v2 bench-hotbuf-v2 gtest clean
 
 all: build
@@ -279,6 +279,7 @@ check-rdma-asan: deps
 # Figures go to perf/results/ as CSV, a markdown table and a PNG.  Those made
 # in the RDMA guest are labelled "emulated RDMA (Soft-RoCE under TCG)".
 RESULTS = $(REPO)/perf/results
+COMMA  := ,
 
 bench: bench-shm bench-mpi bench-spec bench-barrier bench-rdma
 
@@ -292,14 +293,15 @@ bench-shm: build
 	@cat $(RESULTS)/shm$(VERSION_SUFFIX).md
 
 # perf/bench-mpi's set $(1) (empty: its default) into $(RESULTS)/$(2).csv,
-# ratios to posix+cma
+# ratios to posix+cma (or the first of $(3) a table has)
 define bench_mpi_set
 	@$(REPO)/contrib/install-deps bench mpi
 	@mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory $(MPI_BENCH)
 	BENCH_SET=$(1) $(CLEAN_ENV) $(REPO)/perf/bench-mpi $(PREFIX) \
 	    $(RESULTS)/$(2)$(VERSION_SUFFIX).csv
-	$(REPO)/perf/report $(RESULTS)/$(2)$(VERSION_SUFFIX).csv --baseline posix+cma
+	$(REPO)/perf/report $(RESULTS)/$(2)$(VERSION_SUFFIX).csv \
+	    --baseline $(or $(3),posix+cma)
 	@cat $(RESULTS)/$(2)$(VERSION_SUFFIX).md
 endef
 
@@ -315,6 +317,16 @@ bench-slots: build
 # where UCP's rendezvous should begin on one node (not in bench)
 bench-thresh: build
 	$(call bench_mpi_set,thresh,rndv-thresh)
+
+# how far two identical variants land apart in one run, through mpi_bench
+# and spec_bench's exchange and crossing: the floor under bench-mpi's and
+# bench-spec's ratios (not in bench)
+bench-noise: build
+	$(call bench_mpi_set,noise,mpi-noise,posix+cma$(COMMA)specrdv)
+	$(CLEAN_ENV) BENCH_AGAIN=1 $(REPO)/perf/bench-spec $(PREFIX) \
+	    $(RESULTS)/spec-noise$(VERSION_SUFFIX).csv 'exchange crossing'
+	$(REPO)/perf/report $(RESULTS)/spec-noise$(VERSION_SUFFIX).csv --baseline stock
+	@cat $(RESULTS)/spec-noise$(VERSION_SUFFIX).md
 
 # the speculative rendezvous against stock UCX (UCX_SPEC_RNDV=n), through
 # Open MPI, over posix+cma and specrdv
