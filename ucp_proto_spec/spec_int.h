@@ -314,6 +314,13 @@ KHASH_INIT(ucp_proto_spec_tx, ucp_proto_spec_tx_key_t, ucp_proto_spec_tx_env_t*,
 KHASH_INIT(ucp_proto_spec_page, int32_t, void*, 1, kh_int_hash_func,
            kh_int_hash_equal);
 
+/* spec_v2.c: the first run of message lengths that v2 sends by "tag/rndv"
+ * on an endpoint configuration; end 0: not learned yet */
+typedef struct {
+    size_t start;
+    size_t end;
+} ucp_proto_spec_v2_run_t;
+
 /* Per worker */
 typedef struct ucp_proto_spec_worker {
     ucp_proto_spec_worker_head_t head;    /* first: the inline hooks read it */
@@ -330,8 +337,7 @@ typedef struct ucp_proto_spec_worker {
     ucp_proto_spec_counters_t cnt;
     int                       v2;         /* on UCP's v2 protocols */
     ucs_list_link_t           v2_puts;    /* spec_v2.c, put configurations */
-    size_t                    v2_rndv_start[UCP_WORKER_MAX_EP_CONFIG][2];
-                                          /* spec_v2.c; 0: not learned */
+    ucp_proto_spec_v2_run_t   v2_rndv[UCP_WORKER_MAX_EP_CONFIG][2];
     int                       early;      /* in the early progress pass */
     struct {
         int32_t               shmid;      /* our claim page, -1 until used */

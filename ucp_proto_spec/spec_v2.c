@@ -129,49 +129,60 @@ ucp_proto_spec_v2_send_lookup(ucp_ep_h ep, unsigned fast_cmpl, size_t length)
                                     UCP_DATATYPE_CONTIG, &mem_info, length);
 }
 
-/* The shortest such send v2 makes "tag/rndv", from its ranges in order;
- * SIZE_MAX if none */
-static size_t ucp_proto_spec_v2_rndv_start(ucp_ep_h ep, unsigned fast_cmpl)
+/* The first run of such sends v2 makes "tag/rndv", from its ranges in
+ * order; start SIZE_MAX if none */
+static void ucp_proto_spec_v2_rndv_learn(ucp_ep_h ep, unsigned fast_cmpl,
+                                         ucp_proto_spec_v2_run_t *run)
 {
     const ucp_proto_threshold_elem_t *thresh;
-    size_t start;
 
-    thresh = ucp_proto_spec_v2_send_lookup(ep, fast_cmpl, 0);
+    run->start = run->end = SIZE_MAX;
+    thresh     = ucp_proto_spec_v2_send_lookup(ep, fast_cmpl, 0);
     if (thresh == NULL) {
-        return SIZE_MAX;
+        return;
     }
 
-    for (start = 0; thresh->proto_config.proto != &ucp_tag_rndv_proto;
+    for (run->start = 0; thresh->proto_config.proto != &ucp_tag_rndv_proto;
          ++thresh) {
         if (thresh->max_msg_length == SIZE_MAX) {
-            return SIZE_MAX;
+            run->start = SIZE_MAX;
+            return;
         }
-        start = thresh->max_msg_length + 1;
+        run->start = thresh->max_msg_length + 1;
     }
 
-    return start;
+    while ((thresh->max_msg_length != SIZE_MAX) &&
+           (thresh[1].proto_config.proto == &ucp_tag_rndv_proto)) {
+        ++thresh;
+    }
+    run->end = thresh->max_msg_length;
 }
 
 /*
  * Whether v2 selects "tag/rndv" for such a send.  A lookup of another
  * selection key than the last one misses UCX's one-entry cache and evicts
- * the key of UCX's own next send or RTS reply; so below the shortest length
- * that can be "tag/rndv" on the configuration, learned once, the answer is
- * no without a lookup: every eager message on a tag that once carried a
- * rendezvous.
+ * the key of UCX's own next send or RTS reply, and even a hit costs a range
+ * search on every receive: so the first run of rendezvous lengths on the
+ * configuration, learned once, answers for every length up to its end, and
+ * only a longer one is looked up.
  */
 static int ucp_proto_spec_v2_send_is_rndv(ucp_ep_h ep, unsigned fast_cmpl,
                                           size_t length)
 {
-    size_t *start = &ep->worker->spec->v2_rndv_start[ep->cfg_index][fast_cmpl];
+    ucp_proto_spec_v2_run_t *run =
+            &ep->worker->spec->v2_rndv[ep->cfg_index][fast_cmpl];
     const ucp_proto_threshold_elem_t *thresh;
 
-    if (*start == 0) {
-        *start = ucp_proto_spec_v2_rndv_start(ep, fast_cmpl);
+    if (ucs_unlikely(run->end == 0)) {
+        ucp_proto_spec_v2_rndv_learn(ep, fast_cmpl, run);
     }
 
-    if (length < *start) {
+    if (length < run->start) {
         return 0;
+    }
+
+    if (length <= run->end) {
+        return 1;
     }
 
     thresh = ucp_proto_spec_v2_send_lookup(ep, fast_cmpl, length);
